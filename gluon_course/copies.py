@@ -1,0 +1,54 @@
+"""Shared checks and figures for the memory lessons (01–05): every one of them is some kind of copy."""
+from __future__ import annotations
+
+import torch
+
+from .measure import (L2_DEFEATING_BYTES, bench_ms, compare, copy_ceiling_tbs, guarded_empty, poison,
+                      random_tensor, tbs)
+from .spec import Measurement
+
+# Sizes that are not multiples of any block size the course uses, plus one exact multiple.
+ODD_SIZES_1D = (1, 33, 2047, 2049, 65_536, 1_000_003)
+
+
+def check_copy(launch, shapes=ODD_SIZES_1D, dtype=torch.float32, make_input=None, out_strides=None) -> str | None:
+    """Run ``launch(x, out)`` on fresh random inputs of each shape; the output is poisoned and guarded.
+
+    ``make_input(shape)`` may build a non-contiguous input (a transposed or strided view); ``out_strides``
+    gives the output's strides. Returns ``None`` when every case is exact, else the first failure.
+    """
+    for shape in shapes:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        x = make_input(shape) if make_input else random_tensor(shape, dtype)
+        guard = guarded_empty(x.shape, x.dtype, strides=out_strides(x.shape) if out_strides else None)
+        launch(x, guard.tensor)
+        torch.cuda.synchronize()
+        problem = compare(guard.tensor, x)
+        if problem:
+            return f"shape {list(shape)}: {problem}"
+        if not guard.margins_untouched():
+            return f"shape {list(shape)}: wrote outside the output (past its first or last element)"
+    return None
+
+
+def copy_figure(launch, numel: int = L2_DEFEATING_BYTES // 4, dtype=torch.float32, make_input=None,
+                make_output=None, label: str = "") -> Measurement:
+    """Bandwidth of ``launch(x, out)`` as a fraction of the device copy measured in the same process.
+
+    Read + written bytes are counted. The result is checked (exact) before timing.
+    """
+    ceiling = copy_ceiling_tbs()
+    x = make_input() if make_input else random_tensor((numel,), dtype)
+    out = make_output(x) if make_output else torch.empty_like(x)
+    poison(out)
+    launch(x, out)
+    torch.cuda.synchronize()
+    problem = compare(out, x)
+    if problem:
+        raise AssertionError(f"{label or 'copy'} is wrong on the benchmark input: {problem}")
+    ms = bench_ms(lambda: launch(x, out))
+    moved = 2 * x.numel() * x.element_size()
+    rate = tbs(moved, ms)
+    del x, out
+    return Measurement(rate / ceiling, f"{rate:.3f} TB/s vs copy {ceiling:.2f} TB/s",
+                       {"tbs": rate, "ceiling_tbs": ceiling, "ms": ms, "bytes": moved})

@@ -1,0 +1,1 @@
+"""One module per lesson: ``lessonNN.SPEC`` (see ``gluon_course.spec``)."""

@@ -1,0 +1,62 @@
+"""Lesson 01 · A scalar memcpy.
+
+The first Gluon kernel: every program (one thread block on the GPU) copies XBLOCK consecutive elements,
+one element at a time. It is correct and simple, and it is slow on purpose: the lesson measures how slow
+and reads the machine code to see why. Lesson 02 fixes it with a layout.
+"""
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+from gluon_course.args import require_copy_pair
+
+
+@gluon.jit
+def scalar_copy_kernel(in_ptr, out_ptr, numel, XBLOCK: gl.constexpr):
+    # Which block of XBLOCK elements is ours: program 0 copies [0, XBLOCK), program 1 the next XBLOCK, ...
+    pid = gl.program_id(0)
+    ### BEGIN SOLUTION: copy elements [pid*XBLOCK, min(pid*XBLOCK + XBLOCK, numel)) one at a time
+    start = pid * XBLOCK
+    # The last program may own fewer than XBLOCK elements: stop at numel, never past it.
+    end = gl.minimum(start + XBLOCK, numel)
+    for i in range(start, end):
+        # A scalar load and a scalar store: one 4-byte element per iteration.
+        value = gl.load(in_ptr + i)
+        gl.store(out_ptr + i, value)
+    ### END SOLUTION
+
+
+def copy_grid(numel: int, XBLOCK: int) -> tuple[int]:
+    """How many programs to launch so that every element has one: a 1-tuple, the grid's x axis."""
+    ### BEGIN SOLUTION: one program per XBLOCK elements, rounding up so the tail is covered
+    return (triton.cdiv(numel, XBLOCK),)
+    ### END SOLUTION
+
+
+def scalar_copy(x, out, XBLOCK: int = 2048):
+    """Copy ``x`` into ``out`` (same shape and dtype, contiguous CUDA tensors) with the scalar kernel."""
+    require_copy_pair(x, out)
+    scalar_copy_kernel[copy_grid(x.numel(), XBLOCK)](x, out, x.numel(), XBLOCK=XBLOCK)
+    return out
+
+
+# The same kernel, with XBLOCK chosen by measurement. triton.autotune works on Gluon kernels unchanged:
+# on the first call for a given `numel` it times every config and keeps the fastest.
+XBLOCK_CHOICES = [256, 512, 1024, 2048, 4096, 8192]
+scalar_copy_autotuned_kernel = triton.autotune(
+    configs=[triton.Config({"XBLOCK": xblock}) for xblock in XBLOCK_CHOICES],
+    key=["numel"],
+)(scalar_copy_kernel)
+
+
+def scalar_copy_autotuned(x, out):
+    """Copy with the autotuned kernel; afterwards ``best_xblock()`` says which XBLOCK won."""
+    require_copy_pair(x, out)
+    numel = x.numel()
+    scalar_copy_autotuned_kernel[lambda meta: copy_grid(numel, meta["XBLOCK"])](x, out, numel)
+    return out
+
+
+def best_xblock() -> int:
+    """The XBLOCK the autotuner chose last (it keeps one choice per `numel`)."""
+    return scalar_copy_autotuned_kernel.best_config.kwargs["XBLOCK"]
