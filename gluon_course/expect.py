@@ -17,18 +17,23 @@ class Reference:
 
 @dataclass(frozen=True)
 class Expectation:
-    """A range for a figure, in a named unit: a fraction of a ceiling measured in the same run.
+    """A range for a figure, in a named unit.
 
-    ``low``/``high`` are fractions (0.95 = 95%); either may be None for an open side. ``why`` says where the
-    range comes from; ``references`` carry absolute figures with their provenance, for comparison.
+    By default the figure is a fraction of a ceiling measured in the same run (``low``/``high`` are fractions,
+    0.95 = 95%, either may be None for an open side). With ``unit`` set, the figure is an absolute quantity in
+    that unit instead (e.g. ``"sectors/request"`` or ``"× torch"``). ``why`` says where the range comes from;
+    ``references`` carry absolute figures with their provenance, for comparison.
     """
     low: float | None
     high: float | None
-    ceiling: str                       # "copy" (device-to-device copy), "cuBLAS", ...
+    ceiling: str                       # "copy" (device-to-device copy), "cuBLAS", ... (or what the unit compares)
     why: str
     references: tuple[Reference, ...] = field(default_factory=tuple)
+    unit: str | None = None            # None: a fraction of the ceiling, shown in percent
 
     def verdict(self, value: float) -> str:
+        if value != value:  # NaN
+            return "✗ not measured"
         if self.low is not None and value < self.low:
             return "✗ below"
         if self.high is not None and value > self.high:
@@ -38,9 +43,16 @@ class Expectation:
     def ok(self, value: float) -> bool:
         return self.verdict(value).startswith("✓")
 
+    def format(self, value: float) -> str:
+        if self.unit is None:
+            return f"{100 * value:.1f}% of {self.ceiling}"
+        return f"{value:.2f} {self.unit}"
+
     def describe(self) -> str:
+        f = (lambda v: f"{100 * v:.1f}%") if self.unit is None else (lambda v: f"{v:.2f}")
+        tail = f" of {self.ceiling}" if self.unit is None else f" {self.unit}"
         if self.low is not None and self.high is not None:
-            return f"expected {100 * self.low:.1f}–{100 * self.high:.1f}% of {self.ceiling}"
+            return f"expected {f(self.low)}–{f(self.high)}{tail}"
         if self.low is not None:
-            return f"expected ≥ {100 * self.low:.1f}% of {self.ceiling}"
-        return f"expected ≤ {100 * self.high:.1f}% of {self.ceiling}"
+            return f"expected ≥ {f(self.low)}{tail}"
+        return f"expected ≤ {f(self.high)}{tail}"

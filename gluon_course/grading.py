@@ -29,11 +29,11 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
         passed, failed = passed + ok, failed + (not ok)
         print(f"  {'✓' if ok else '✗'} {c.name}" + (f": {detail}" if detail else ""))
 
-    if not has_gpu():
-        print(f"on a GPU: skipped, no GPU here ({len(spec.gpu_checks)} correctness checks, "
-              f"{len(spec.figures)} figures wait for one)")
-    elif failed:
+    if failed:
         print("on a GPU: skipped until the machine-code checks pass")
+    elif not has_gpu():
+        print(f"on a GPU: skipped, no GPU here (correctness checks: {len(spec.gpu_checks)}, "
+              f"figures: {len(spec.figures)})")
     else:
         print(f"on the GPU ({gpu_name()}):")
         for c in spec.gpu_checks:
@@ -48,7 +48,7 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
                 verdict = f.expect.verdict(m.value)
                 ok = verdict.startswith("✓")
                 passed, failed = passed + ok, failed + (not ok)
-                print(f"  {'✓' if ok else '✗'} {f.title}: {m.text} = {100 * m.value:.1f}% of {f.expect.ceiling}; "
+                print(f"  {'✓' if ok else '✗'} {f.title}: {m.text} = {f.expect.format(m.value)}; "
                       f"{f.expect.describe()} {verdict}")
     print(f"{passed} passed, {failed} failed")
     return failed == 0

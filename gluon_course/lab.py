@@ -103,7 +103,7 @@ class Lab:
             entry = records.recorded(record_key)
             shown = Shown(key, entry["value"], entry["text"], fig.expect.verdict(entry["value"]), entry["details"])
         if not quiet:
-            print(f"{fig.title:<34} {shown.text:<34} = {100 * shown.value:5.1f}% of {fig.expect.ceiling}; "
+            print(f"{fig.title:<34} {shown.text:<34} = {fig.expect.format(shown.value)}; "
                   f"{fig.expect.describe()}  {shown.verdict}")
         return shown
 

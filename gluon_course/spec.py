@@ -16,7 +16,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .compile import CompileFailed
+from .compile import BackendMissing, CompileFailed
 from .expect import Expectation
 
 
@@ -75,6 +75,8 @@ def run_check(check: Check, module) -> tuple[bool, str]:
         return False, f"does not compile for {e.target}: {e.message}"
     except NotImplementedError as e:
         return False, str(e) or "not yet implemented"
+    except BackendMissing as e:
+        return False, str(e)
     except AssertionError as e:
         return False, str(e)
     return (problem is None), (problem or "")
