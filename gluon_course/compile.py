@@ -339,6 +339,14 @@ def _store(directory: str, key: str, compiled) -> None:
     (Path(directory) / f"{key}.json").write_text(json.dumps(entry))
 
 
+def _store_failure(directory: str, key: str, message: str, detail: str) -> None:
+    import json
+    from pathlib import Path
+
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    (Path(directory) / f"{key}.json").write_text(json.dumps({"error": message, "detail": detail}))
+
+
 def _load(directory: str | None, key: str):
     import base64
     import json
@@ -349,6 +357,8 @@ def _load(directory: str | None, key: str):
     if not directory or not path.exists():
         return None
     entry = json.loads(path.read_text())
+    if "error" in entry:
+        return entry
     asm = {k: (base64.b64decode(v) if k in entry["binary"] else v) for k, v in entry["asm"].items()}
     return asm, types.SimpleNamespace(shared=entry["shared"])
 
@@ -366,6 +376,8 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
     key = _cache_key(source, target, opts)
     if target in AMD_TARGETS and not amd_backend_available():
         stored = _load(directory, key)
+        if isinstance(stored, dict):          # the full Triton refused this kernel: same message here
+            raise CompileFailed(name, target, stored["error"], stored["detail"])
         if stored is None:
             raise BackendMissing(f"this Triton install has no AMD backend, so {name} cannot be compiled for "
                                  f"{target} here; install the full triton==3.9.0 wheel to compile for AMD")
@@ -374,6 +386,8 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
         compiled = triton.compile(source, target=target_named(target), options=opts)
     except CompilationError as e:
         message = getattr(e, "error_message", None) or str(e).strip().splitlines()[-1]
+        if directory:
+            _store_failure(directory, key, message, str(e))
         raise CompileFailed(name, target, message, str(e)) from None
     if directory:
         _store(directory, key, compiled)

@@ -19,7 +19,9 @@ def check_copy(launch, shapes=ODD_SIZES_1D, dtype=torch.float32, make_input=None
     """
     for shape in shapes:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        x = make_input(shape) if make_input else random_tensor(shape, dtype)
+        # The input also sits inside a larger buffer, so a kernel that reads past its end reads our margin
+        # instead of faulting (and the poisoned output then shows the mistake).
+        x = make_input(shape) if make_input else _padded_random(shape, dtype)
         guard = guarded_empty(x.shape, x.dtype, strides=out_strides(x.shape) if out_strides else None)
         launch(x, guard.tensor)
         torch.cuda.synchronize()
@@ -29,6 +31,14 @@ def check_copy(launch, shapes=ODD_SIZES_1D, dtype=torch.float32, make_input=None
         if not guard.margins_untouched():
             return f"shape {list(shape)}: wrote outside the output (past its first or last element)"
     return None
+
+
+def _padded_random(shape, dtype, margin: int = 4096) -> torch.Tensor:
+    numel = 1
+    for s in shape:
+        numel *= s
+    buffer = random_tensor((numel + 2 * margin,), dtype)
+    return buffer[margin: margin + numel].view(shape)
 
 
 def copy_figure(launch, numel: int = L2_DEFEATING_BYTES // 4, dtype=torch.float32, make_input=None,

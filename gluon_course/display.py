@@ -6,12 +6,16 @@ import textwrap
 
 
 def show_source(obj) -> None:
-    """Print a function's source as it is in the solution file (one source of truth: never a pasted copy).
+    """Print a function's source as it is in its file (one source of truth: never a pasted copy).
 
-    A ``@gluon.jit`` kernel or a ``triton.autotune`` wrapper is unwrapped to the Python function."""
+    A ``@gluon.jit`` kernel or a ``triton.autotune`` wrapper is unwrapped to the Python function; the
+    ``### BEGIN/END SOLUTION`` marker lines are left out."""
+    from .starters import BEGIN, END
+
     fn = getattr(obj, "fn", obj)
     fn = getattr(fn, "fn", fn)
-    print(textwrap.dedent(inspect.getsource(fn)).rstrip())
+    lines = textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines()
+    print("\n".join(line for line in lines if not (BEGIN.match(line) or END.match(line))))
 
 
 def table(rows: list[list], headers: list[str]) -> None:

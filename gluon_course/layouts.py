@@ -168,6 +168,8 @@ def _short(layout) -> str:
 def sectors_per_request(layout, shape, strides, element_bytes: int = 4, sector_bytes: int = 32) -> float:
     """How many 32-byte sectors one warp-wide load touches, on average, for a tensor with ``strides``.
 
+    With ``sector_bytes=128`` the same count is in 128-byte cache lines.
+
     One load instruction moves, for every lane of a warp, the elements that lane holds in consecutive
     registers and that sit next to each other in memory (up to 16 bytes). A coalesced load of 4-byte
     elements touches 4 sectors per 32 lanes (128 contiguous bytes); a lane-per-row pattern on a
