@@ -1,4 +1,4 @@
-"""Command line:  python -m gluon_course {info, check NN, record, starters}"""
+"""Command line:  python -m gluon_course {info, check NN, record, starters, results-page}"""
 from __future__ import annotations
 
 import argparse
@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("record", help="GPU: measure every lesson and re-execute the notebooks in place")
     r.add_argument("lessons", nargs="*")
     sub.add_parser("starters", help="regenerate every lessons/NN-slug/starter.py from its solution")
+    sub.add_parser("results-page", help="regenerate the table in book/results.md from results/")
     args = parser.parse_args(argv)
 
     if args.command == "info":
@@ -94,6 +95,13 @@ def main(argv: list[str] | None = None) -> int:
 
         for path in write_starters():
             print(f"wrote {path}")
+        return 0
+    if args.command == "results-page":
+        from .course import repo_root
+        from .report import update_results_page
+
+        changed = update_results_page(repo_root() / "book" / "results.md")
+        print("book/results.md " + ("updated" if changed else "already up to date"))
         return 0
     return 2
 

@@ -332,8 +332,10 @@ def _store(directory: str, key: str, compiled) -> None:
     import json
     from pathlib import Path
 
-    asm = {k: (base64.b64encode(v).decode() if isinstance(v, bytes) else v) for k, v in compiled.asm.items()}
-    binary = [k for k, v in compiled.asm.items() if isinstance(v, bytes)]
+    # Only what the course reads off an AMD compile: the assembly and the GPU dialect (keeps the store small).
+    kept = {k: v for k, v in compiled.asm.items() if k in ("amdgcn", "ttgir")}
+    asm = {k: (base64.b64encode(v).decode() if isinstance(v, bytes) else v) for k, v in kept.items()}
+    binary = [k for k, v in kept.items() if isinstance(v, bytes)]
     entry = {"asm": asm, "binary": binary, "shared": int(compiled.metadata.shared)}
     Path(directory).mkdir(parents=True, exist_ok=True)
     (Path(directory) / f"{key}.json").write_text(json.dumps(entry))
@@ -386,10 +388,10 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
         compiled = triton.compile(source, target=target_named(target), options=opts)
     except CompilationError as e:
         message = getattr(e, "error_message", None) or str(e).strip().splitlines()[-1]
-        if directory:
+        if directory and target in AMD_TARGETS:
             _store_failure(directory, key, message, str(e))
         raise CompileFailed(name, target, message, str(e)) from None
-    if directory:
+    if directory and target in AMD_TARGETS:
         _store(directory, key, compiled)
     return Compiled(name, target, compiled.asm, compiled.metadata)
 

@@ -121,7 +121,9 @@ def owner_grid(layout, shape, max_cols: int = 32) -> str:
 
 
 def draw(layout, shape, ax=None, title: str | None = None, annotate: bool | None = None):
-    """A picture of the layout: one cell per element, coloured by warp, shaded by lane, labelled lane:register."""
+    """A picture of the layout: one cell per element, coloured by warp, shaded by lane, labelled lane:register.
+
+    Without ``ax`` it draws its own figure and shows it; with ``ax`` it draws there and returns it."""
     import matplotlib.pyplot as plt
     from matplotlib import colors as mcolors
 
@@ -130,7 +132,8 @@ def draw(layout, shape, ax=None, title: str | None = None, annotate: bool | None
     if len(shape) == 1:
         table = {(0, k[0]): v for k, v in table.items()}
     rows, cols = two_d
-    if ax is None:
+    own_figure = ax is None
+    if own_figure:
         _, ax = plt.subplots(figsize=(min(14, 0.45 * cols + 1.5), min(10, 0.45 * rows + 1.2)))
     palette = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D"]
     lanes = max(t for v in table.values() for _, t, _ in v) + 1
@@ -155,6 +158,9 @@ def draw(layout, shape, ax=None, title: str | None = None, annotate: bool | None
     ax.legend(handles, [f"warp {w}" for w in warps], loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     ax.set_title(title or f"{_short(layout)} on {list(shape)}  (label lane:register; * = held by several)",
                  fontsize=9)
+    if own_figure:           # a notebook cell shows the picture and prints nothing else
+        plt.show()
+        return None
     return ax
 
 
@@ -165,7 +171,8 @@ def _short(layout) -> str:
     return type(layout).__name__
 
 
-def sectors_per_request(layout, shape, strides, element_bytes: int = 4, sector_bytes: int = 32) -> float:
+def sectors_per_request(layout, shape, strides, element_bytes: int = 4, sector_bytes: int = 32,
+                        max_vector_bytes: int = 16) -> float:
     """How many 32-byte sectors one warp-wide load touches, on average, for a tensor with ``strides``.
 
     With ``sector_bytes=128`` the same count is in 128-byte cache lines.
@@ -178,7 +185,7 @@ def sectors_per_request(layout, shape, strides, element_bytes: int = 4, sector_b
     linear = to_linear(layout, shape)
     rank = len(shape)
     registers = 1 << len(linear.reg_bases)
-    vector = _vector_width(linear, strides, element_bytes)
+    vector = _vector_width(linear, strides, element_bytes, max_vector_bytes)
     requests, sectors = 0, 0
     seen_elements = set()
     for w in range(1 << len(linear.warp_bases)):
@@ -200,11 +207,12 @@ def sectors_per_request(layout, shape, strides, element_bytes: int = 4, sector_b
     return sectors / requests
 
 
-def _vector_width(linear, strides, element_bytes: int) -> int:
-    """Registers that are contiguous in memory from register 0 (capped at 16 bytes)."""
+def _vector_width(linear, strides, element_bytes: int, max_vector_bytes: int = 16) -> int:
+    """Registers that are contiguous in memory from register 0 (capped at ``max_vector_bytes``: 16 is the
+    widest load; 4 models a kernel whose sizes the compiler cannot prove aligned)."""
     width = 1
     for i, basis in enumerate(linear.reg_bases):
-        if sum(b * s for b, s in zip(basis, strides)) == (1 << i) and (width * 2) * element_bytes <= 16:
+        if sum(b * s for b, s in zip(basis, strides)) == (1 << i) and (width * 2) * element_bytes <= max_vector_bytes:
             width *= 2
         else:
             break

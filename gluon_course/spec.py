@@ -27,8 +27,14 @@ class NotImplementedYet(Exception):
 @dataclass
 class Check:
     name: str
-    run: Callable[[object], str | None]      # returns None when it passes, else what is wrong
+    run: Callable[[object], str | Passed | None]   # None or Passed(note) when it passes, else what is wrong
     needs_gpu: bool = False
+
+
+@dataclass
+class Passed:
+    """What a check returns when it passes *and* has something worth showing (e.g. the error CUDA gave)."""
+    note: str
 
 
 @dataclass
@@ -79,4 +85,6 @@ def run_check(check: Check, module) -> tuple[bool, str]:
         return False, str(e)
     except AssertionError as e:
         return False, str(e)
+    if isinstance(problem, Passed):
+        return True, problem.note
     return (problem is None), (problem or "")

@@ -1,0 +1,147 @@
+# Gluon, from memcpy to GEMM: build the website, run the tests, grade lessons.
+#
+#   make book              build the website into _build/html (open _build/html/index.html)
+#   make test              every test: tests/ (the book build and browser check included) + notebooks under nbval
+#   make check-02          grade your lessons/02-*/starter.py   (same as: make check LESSON=02)
+#   make starters          regenerate every lessons/NN-slug/starter.py from its solution
+#   make record            GPU only: measure every lesson (or LESSONS="01 02"), write results/<gpu>.json,
+#                          and re-execute the notebooks
+#   make info              what runs on this machine
+#   make clean             remove build outputs (make distclean also removes .venv)
+#
+# Every target that needs Python creates .venv first (once; see `venv` below).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.gluon-course-installed
+
+# The CPU build of PyTorch for machines without an NVIDIA GPU. If your package index only offers the
+# CUDA build under this version, point TORCH_INDEX_URL at PyTorch's CPU-only wheel index (the install
+# selector on PyTorch's website gives its address): make venv TORCH_INDEX_URL=...
+TORCH_CPU_VERSION ?= 2.13.0
+TORCH_INDEX_URL ?=
+# pip's own output is kept short (-q); errors still print. PIP_QUIET= shows everything.
+PIP_QUIET ?= -q
+PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar off $(PIP_QUIET)
+
+# The lesson notebooks that exist (nbval runs them; none yet is not an error, a failing one is).
+NOTEBOOKS := $(sort $(wildcard lessons/*/lesson.ipynb))
+NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+# Warnings are errors; --all re-reads every page so a warning in an unchanged page is never hidden.
+BOOK_FLAGS := -W -n --keep-going --all
+
+.PHONY: help venv book test test-tests test-notebooks starters check record info clean distclean
+
+help:
+	@sed -n '3,12p' Makefile | sed 's/^# \{0,1\}//'
+
+# ---------------------------------------------------------------------------------------------------
+# The virtual environment
+#   * system Python already has a GPU build of torch and triton==3.9.0: the venv sees them
+#     (--system-site-packages) and keeps them; only what is missing is installed.
+#   * no NVIDIA GPU here: torch==$(TORCH_CPU_VERSION) (CPU build) first, then requirements.txt.
+#   * an NVIDIA GPU but no suitable system torch: requirements.txt picks a CUDA torch that pairs with
+#     Triton 3.9.0.
+# The stamp file is rewritten only when requirements.txt or pyproject.toml change.
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@set -euo pipefail; \
+	if ! command -v $(PYTHON) >/dev/null 2>&1; then \
+	  echo "error: '$(PYTHON)' was not found. Install Python 3.10 or newer, or run: make PYTHON=/path/to/python3 ..." >&2; exit 1; \
+	fi; \
+	if ! $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then \
+	  echo "error: $$($(PYTHON) --version 2>&1) is too old; the course needs Python 3.10 or newer (make PYTHON=...)" >&2; exit 1; \
+	fi; \
+	if ! $(PYTHON) -m venv --help >/dev/null 2>&1; then \
+	  echo "error: '$(PYTHON) -m venv' is not available. On Debian/Ubuntu: apt-get install python3-venv" >&2; exit 1; \
+	fi; \
+	if $(PYTHON) -c 'import torch, triton, sys; sys.exit(not ((torch.version.cuda or torch.version.hip) and triton.__version__ == "3.9.0"))' >/dev/null 2>&1; then \
+	  mode=system; \
+	elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  mode=gpu; \
+	else \
+	  mode=cpu; \
+	fi; \
+	case $$mode in \
+	  system) echo "venv: the system Python has a GPU build of torch and Triton 3.9.0; keeping them (--system-site-packages)"; \
+	          $(PYTHON) -m venv --system-site-packages $(VENV) ;; \
+	  gpu)    echo "venv: NVIDIA GPU found; requirements.txt will install a CUDA build of torch"; \
+	          $(PYTHON) -m venv $(VENV) ;; \
+	  cpu)    echo "venv: no NVIDIA GPU here; installing the CPU build torch==$(TORCH_CPU_VERSION) first"; \
+	          if [ -e /dev/kfd ]; then \
+	            echo "venv: note: this machine seems to have an AMD GPU. To measure on it, install a ROCm build of" \
+	                 "PyTorch and triton==3.9.0 into the system Python, then: rm -rf $(VENV) && make venv"; \
+	          fi; \
+	          $(PYTHON) -m venv $(VENV) ;; \
+	esac; \
+	if [ $$mode = cpu ]; then \
+	  echo "venv: pip install torch==$(TORCH_CPU_VERSION) (CPU build)"; \
+	  $(PIP_INSTALL) "torch==$(TORCH_CPU_VERSION)" $(if $(TORCH_INDEX_URL),--extra-index-url "$(TORCH_INDEX_URL)") || { \
+	    echo "error: could not install torch==$(TORCH_CPU_VERSION). Point pip at an index that has it," \
+	         "e.g. make venv TORCH_INDEX_URL=<PyTorch's CPU wheel index>" >&2; exit 1; }; \
+	fi; \
+	echo "venv: pip install -r requirements.txt (a few minutes the first time)"; \
+	$(PIP_INSTALL) -r requirements.txt || { echo "error: installing requirements.txt failed (see pip's message above)" >&2; exit 1; }; \
+	echo "venv: pip install -e . (the gluon_course toolkit)"; \
+	$(PIP_INSTALL) --no-deps -e . || { echo "error: installing the toolkit (pip install -e .) failed" >&2; exit 1; }; \
+	$(BIN)/python -c 'import torch, triton; print(f"venv ready: torch {torch.__version__}, triton {triton.__version__}")'; \
+	echo "$$mode" > $(STAMP)
+
+# ---------------------------------------------------------------------------------------------------
+# The website (offline; the notebooks are not executed, their committed outputs are shown)
+book: venv
+	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
+	@echo "The website is in _build/html: open _build/html/index.html"
+
+# ---------------------------------------------------------------------------------------------------
+# Tests: both parts always run; the target fails if either failed.
+test: venv
+	@status=0; \
+	$(MAKE) --no-print-directory test-tests || status=1; \
+	echo; \
+	$(MAKE) --no-print-directory test-notebooks || status=1; \
+	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; else echo "make test: all passed"; fi; \
+	exit $$status
+
+# PYTEST_ARGS passes options to both runs, e.g. make test PYTEST_ARGS="-x -k book"
+test-tests: venv
+	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+
+test-notebooks: venv
+ifeq ($(strip $(NOTEBOOKS)),)
+	@echo "nbval: no lesson notebooks (lessons/*/lesson.ipynb) yet, nothing to run"
+else
+	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(PYTEST_ARGS) $(NOTEBOOKS)
+endif
+
+# ---------------------------------------------------------------------------------------------------
+# The command line of the toolkit
+starters: venv
+	$(BIN)/python -m gluon_course starters
+
+check: venv
+	@if [ -z "$(LESSON)" ]; then echo "usage: make check LESSON=02   (or: make check-02)" >&2; exit 2; fi
+	$(BIN)/python -m gluon_course check $(LESSON)
+
+check-%: venv
+	$(BIN)/python -m gluon_course check $*
+
+record: venv
+	$(BIN)/python -m gluon_course record $(LESSONS)
+
+info: venv
+	$(BIN)/python -m gluon_course info
+
+# ---------------------------------------------------------------------------------------------------
+clean:
+	rm -rf _build .pytest_cache build *.egg-info
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,138 @@
+"""Lesson 04 · In/out layout conversion.
+
+Lesson 03 chose one layout per copy, following the input's strides. That fails when the input and the
+output are contiguous along *different* axes, as in a transposing copy ``out = x.T`` made real: a layout
+whose threads walk along the input's rows coalesces the load and scatters the store, and the mirror
+layout does the opposite. Here the kernel loads the tile in one layout, hands it to another with
+``gl.convert_layout`` (a round trip through shared memory), and stores it in the second layout.
+"""
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+from gluon_course.args import INT32_MAX, require_cuda_tensor
+from gluon_course.layouts import block_shape
+
+
+def contiguous_along(dim: int, BLOCK_M: int, BLOCK_N: int, R: int, num_warps: int,
+                     warp_size: int = 32) -> gl.BlockedLayout:
+    """A layout for a BLOCK_M × BLOCK_N tile whose threads walk along axis ``dim`` (0 or 1): each thread owns
+    R consecutive elements of that axis, the lanes of a warp sit side by side along it (as many as fit in
+    the tile), and the warps are stacked along the other axis."""
+    ### BEGIN SOLUTION: size_per_thread, threads_per_warp, warps_per_cta and order for threads that walk along `dim`
+    other = 1 - dim
+    length = (BLOCK_M, BLOCK_N)[dim]
+    lanes_along = min(warp_size, length // R)
+    size_per_thread, threads_per_warp, warps_per_cta = [1, 1], [1, 1], [1, 1]
+    size_per_thread[dim] = R
+    threads_per_warp[dim], threads_per_warp[other] = lanes_along, warp_size // lanes_along
+    warps_per_cta[other] = num_warps
+    # order lists the axes from fastest to slowest: `dim` first, so registers and lanes advance along it.
+    return gl.BlockedLayout(size_per_thread, threads_per_warp, warps_per_cta, order=[dim, other])
+    ### END SOLUTION
+
+
+def copy_layouts(BLOCK_M: int, BLOCK_N: int, R: int, num_warps: int, warp_size: int = 32):
+    """(load layout, store layout) for a row-major input and a column-major output."""
+    load_layout = contiguous_along(1, BLOCK_M, BLOCK_N, R, num_warps, warp_size)    # x[i, j]: j is contiguous
+    store_layout = contiguous_along(0, BLOCK_M, BLOCK_N, R, num_warps, warp_size)   # out[i, j]: i is contiguous
+    return load_layout, store_layout
+
+
+@gluon.jit
+def inout_copy_kernel(in_ptr, out_ptr, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                      load_layout: gl.constexpr, store_layout: gl.constexpr):
+    # A 1D grid numbers the tiles along N first; a 2D grid would stop at 65535 tiles on its y axis.
+    pid = gl.program_id(0)
+    tiles_n = gl.cdiv(N, BLOCK_N)
+    first_row = (pid // tiles_n) * BLOCK_M
+    first_col = (pid % tiles_n) * BLOCK_N
+
+    # Load: x is row-major (x[i, j] at i * N + j), and load_layout walks along j.
+    in_rows = first_row + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, load_layout))
+    in_cols = first_col + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, load_layout))
+    in_rows = gl.expand_dims(in_rows, 1)
+    in_cols = gl.expand_dims(in_cols, 0)
+    tile = gl.load(in_ptr + in_rows * N + in_cols, mask=(in_rows < M) & (in_cols < N))
+
+    ### BEGIN SOLUTION: hand the tile to store_layout, then store it: out is column-major (out[i, j] at j * M + i)
+    # The same values, now held by the threads of store_layout: a trip through shared memory.
+    tile = gl.convert_layout(tile, store_layout)
+    # Offsets and mask must be built in the layout the values now have.
+    out_rows = first_row + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, store_layout))
+    out_cols = first_col + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, store_layout))
+    out_rows = gl.expand_dims(out_rows, 1)
+    out_cols = gl.expand_dims(out_cols, 0)
+    gl.store(out_ptr + out_cols * M + out_rows, tile, mask=(out_rows < M) & (out_cols < N))
+    ### END SOLUTION
+
+
+@gluon.jit
+def free_conversion_probe_kernel(out_ptr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, from_layout: gl.constexpr,
+                                 to_layout: gl.constexpr):
+    """Compiles only if moving a tile from `from_layout` to `to_layout` is free (no data leaves its thread):
+    assert_trivial=True turns a conversion that needs shared memory into a compile error."""
+    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, from_layout))
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, from_layout))
+    tile = gl.expand_dims(rows, 1) * BLOCK_N + gl.expand_dims(cols, 0)
+    tile = gl.convert_layout(tile, to_layout, assert_trivial=True)
+    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, to_layout))
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, to_layout))
+    gl.store(out_ptr + gl.expand_dims(rows, 1) * BLOCK_N + gl.expand_dims(cols, 0), tile)
+
+
+def _require_strides(name: str, t, want: tuple[int, int], what: str) -> None:
+    # Axes of length 1 have no meaningful stride, so only the others must match.
+    if any(size > 1 and got != expected for size, got, expected in zip(t.shape, t.stride(), want)):
+        raise ValueError(f"{name} has strides {tuple(t.stride())}; this copy needs {what} strides {want} for shape "
+                         f"{tuple(t.shape)}")
+
+
+def _launch(x, out, BLOCK_M, BLOCK_N, load_layout, store_layout, num_warps):
+    require_cuda_tensor("x", x)
+    require_cuda_tensor("out", out)
+    if x.dim() != 2 or x.shape != out.shape:
+        raise ValueError(f"x {tuple(x.shape)} and out {tuple(out.shape)} must be 2D tensors of one shape; "
+                         "for a transpose, pass out as the .T view of a (N, M) tensor (see transpose())")
+    if x.dtype != out.dtype:
+        raise TypeError(f"x is {x.dtype} but out is {out.dtype}; this copy does not convert")
+    M, N = x.shape
+    _require_strides("x", x, (N, 1), "row-major")
+    _require_strides("out", out, (1, M), "column-major")
+    if x.numel() > INT32_MAX:
+        raise ValueError(f"x has {x.numel()} elements; this copy indexes with 32-bit integers (at most {INT32_MAX})")
+    for name, block in (("BLOCK_M", BLOCK_M), ("BLOCK_N", BLOCK_N)):
+        if block & (block - 1):
+            raise ValueError(f"{name}={block} must be a power of two (gl.arange needs one)")
+    for layout in (load_layout, store_layout):
+        if any(covered > block for covered, block in zip(block_shape(layout), (BLOCK_M, BLOCK_N))):
+            raise ValueError(f"one pass of {layout} covers {block_shape(layout)}, more than the {BLOCK_M} × {BLOCK_N} "
+                             "tile: threads would hold copies of the same elements; use a bigger tile or fewer warps")
+    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
+    inout_copy_kernel[grid](x, out, M, N, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, load_layout=load_layout,
+                            store_layout=store_layout, num_warps=num_warps)
+    return out
+
+
+def inout_copy(x, out, BLOCK_M: int = 64, BLOCK_N: int = 64, R: int = 4, num_warps: int = 4):
+    """out[i, j] = x[i, j] for a row-major ``x`` and a column-major ``out`` (both M × N): a transposing copy,
+    loaded along x's rows and stored along out's columns, converted in between."""
+    if R & (R - 1) or min(BLOCK_M, BLOCK_N) < R:
+        raise ValueError(f"R={R} must be a power of two no larger than the {BLOCK_M} × {BLOCK_N} tile's sides")
+    load_layout, store_layout = copy_layouts(BLOCK_M, BLOCK_N, R, num_warps)
+    return _launch(x, out, BLOCK_M, BLOCK_N, load_layout, store_layout, num_warps)
+
+
+def single_layout_copy(x, out, dim: int, BLOCK_M: int = 64, BLOCK_N: int = 64, R: int = 4, num_warps: int = 4):
+    """The same copy with ONE layout for both sides (threads walk along ``dim``): the conversion is then
+    a no-op, and one of the two sides is scattered. For comparison only."""
+    layout = contiguous_along(dim, BLOCK_M, BLOCK_N, R, num_warps)
+    return _launch(x, out, BLOCK_M, BLOCK_N, layout, layout, num_warps)
+
+
+def transpose(x, **tile):
+    """``x.T`` made real: a new contiguous (N, M) tensor. Its .T view is the column-major M × N output."""
+    out = torch.empty((x.shape[1], x.shape[0]), dtype=x.dtype, device=x.device)
+    inout_copy(x, out.T, **tile)
+    return out

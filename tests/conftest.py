@@ -1,0 +1,60 @@
+"""Shared pytest configuration. Keep this file small: each section says who owns it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ==== The `gpu` marker ==============================================================================
+# A test marked @pytest.mark.gpu is skipped on a machine where torch sees no GPU (torch is imported only
+# when such a test was collected).
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a GPU; torch sees none here")
+    for item in gpu_items:
+        item.add_marker(skip)
+
+
+# ==== Book fixtures (the website: tests/test_book.py) ================================================
+BOOK_HTML = ROOT / "_build" / "html"
+
+
+def _jupyter_book() -> list[str]:
+    """The jupyter-book command of the Python running the tests (the course's .venv under `make test`)."""
+    script = Path(sys.executable).parent / "jupyter-book"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
+
+
+@pytest.fixture(scope="session")
+def book_build():
+    """Build the website once per test session, exactly as `make book` does: every page re-read, warnings
+    are errors. Returns (exit status, seconds, combined output); the site is in _build/html."""
+    command = [*_jupyter_book(), "build", ".", "-W", "-n", "--keep-going", "--all"]
+    started = time.monotonic()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+    return run.returncode, time.monotonic() - started, run.stdout + run.stderr
+
+
+@pytest.fixture(scope="session")
+def book_html(book_build) -> Path:
+    """_build/html of a successful build (a failed build fails every test that needs the site)."""
+    status, _, output = book_build
+    if status != 0:
+        pytest.fail("the website did not build (see test_book_builds_without_warnings)", pytrace=False)
+    return BOOK_HTML

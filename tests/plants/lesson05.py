@@ -1,0 +1,31 @@
+"""Plants for lesson 05 (linear layouts)."""
+from planted import Plant
+
+PLANTS = [
+    Plant("05", "a lane basis points down the rows instead of along them (a wrong hand-written basis)",
+          "lanes = [[0, 4], [0, 8], [0, 16]]", "lanes = [[0, 4], [0, 8], [16, 0]]",
+          "vector_row_layout has the bases", gpu=False),
+    Plant("05", "the 16-byte vector's two register bases listed in the wrong order",
+          "registers = [[0, 1], [0, 2]]", "registers = [[0, 2], [0, 1]]",
+          "vector_row_layout has the bases", gpu=False),
+    Plant("05", "the swizzle XORs only 8 rows into the column: 4-way conflicts on the scalar loads",
+          "SCALAR_SWIZZLE = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=32, order=[1, 0])",
+          "SCALAR_SWIZZLE = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=8, order=[1, 0])",
+          "bank conflicts (sm_90 model)", gpu=False),
+    Plant("05", "the staged tile is read back in the row layout: the store's offsets no longer match",
+          "    tile = staged.load(column_layout)", "    tile = staged.load(row_layout)",
+          "sm_90: shared-memory transposes", gpu=False),
+    Plant("05", "interleave converts its pairs to a layout of its own choosing instead of the inferred one",
+          "    flat = gl.reshape(pairs, [2 * XBLOCK])",
+          "    flat = gl.convert_layout(gl.reshape(pairs, [2 * XBLOCK]), layout)",
+          "sm_90: interleave R=4", gpu=False),
+    Plant("05", "join with its operands swapped: b0 a0 b1 a1 ... (same machine code, wrong data)",
+          "pairs = gl.join(a, b)", "pairs = gl.join(b, a)",
+          "interleave / deinterleave are exact", gpu=True),
+    Plant("05", "the tile is read back through a transposed view of shared memory: a wrong layout, wrong data",
+          "    tile = staged.load(column_layout)", "    tile = staged.permute([1, 0]).load(column_layout)",
+          "the four shared-memory transposes are exact", gpu=True),
+    Plant("05", "the store's mask compares i with N and j with M: wrong on every non-square matrix",
+          "tile, mask=(i[:, None] < M) & (j[None, :] < N))", "tile, mask=(i[:, None] < N) & (j[None, :] < M))",
+          "the four shared-memory transposes are exact", gpu=True),
+]

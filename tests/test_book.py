@@ -1,0 +1,323 @@
+"""The course website: it builds with no warning, loads nothing from other hosts, and every lesson page
+renders in a real (headless) browser with networking cut off: title, plots, result blocks and formulas.
+
+The browser part needs Chromium and its driver (Debian: `apt-get install chromium chromium-driver`;
+`.ci/run` installs them). Without them these tests fail, unless GLUON_COURSE_ALLOW_NO_BROWSER=1 is set,
+which turns the failure into a skip. GLUON_COURSE_CHROMIUM / GLUON_COURSE_CHROMEDRIVER point at other
+binaries. A screenshot of every lesson page lands in _build/screenshots/.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = os.environ.get("GLUON_COURSE_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("GLUON_COURSE_CHROMEDRIVER", "/usr/bin/chromedriver")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _toc_pages() -> list[str]:
+    """Every page of the site, as a path without suffix ("book/intro", "lessons/01-scalar-memcpy/lesson")."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return pages
+
+
+PAGES = _toc_pages()
+LESSON_PAGES = [p for p in PAGES if p.startswith("lessons/")]
+
+
+def _notebook(page: str) -> dict:
+    return json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
+
+
+def _first_heading(notebook: dict) -> str:
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        for line in source.splitlines():
+            if line.startswith("# "):
+                return line[2:].strip()
+    return ""
+
+
+def _png_outputs(notebook: dict) -> int:
+    return sum("image/png" in out.get("data", {}) for cell in notebook["cells"] for out in cell.get("outputs", []))
+
+
+def _words(text: str) -> str:
+    """Compare headings by their words only: markdown punctuation and the theme's anchors don't count."""
+    return " ".join(re.findall(r"[^\W_]+", text.lower()))
+
+
+# ---- (a) the build ------------------------------------------------------------------------------------
+def test_book_builds_without_warnings(book_build):
+    status, seconds, output = book_build
+    output = ANSI.sub("", output)
+    if status != 0:
+        problems = [line for line in output.splitlines() if re.search(r"WARNING|ERROR|Error|error:", line)]
+        shown = "\n".join(problems[:40]) or "\n".join(output.splitlines()[-40:])
+        pytest.fail(f"`jupyter-book build . -W -n --keep-going --all` failed (exit status {status}); "
+                    f"warnings count as errors:\n{shown}", pytrace=False)
+    assert "build succeeded" in output, output[-2000:]
+    print(f"book built in {seconds:.1f} s")
+
+
+def test_every_page_of_the_toc_is_built(book_html):
+    assert (book_html / "index.html").exists(), "index.html (the redirect to the first page) is missing"
+    missing = [page for page in PAGES if not (book_html / f"{page}.html").exists()]
+    assert not missing, f"pages in _toc.yml with no HTML: {missing}"
+
+
+_FETCHED = re.compile(r"<(script|link|img|iframe|source|embed|audio|video)\b[^>]*?\s(?:src|href|srcset)\s*=\s*"
+                      r"[\"']((?:https?:)?//[^\"']+)[\"']", re.IGNORECASE)
+
+
+def test_no_page_loads_anything_from_another_host(book_html):
+    """Scripts, stylesheets, fonts, images: all from the site itself (links to other sites are fine)."""
+    remote = []
+    for page in sorted(book_html.rglob("*.html")):
+        for tag, url in _FETCHED.findall(page.read_text(encoding="utf-8", errors="replace")):
+            host = url.split("//", 1)[1].split("/", 1)[0].split(":", 1)[0]
+            if host not in ("localhost", "127.0.0.1"):
+                remote.append(f"{page.relative_to(book_html)}: <{tag}> {url}")
+    assert not remote, "pages load assets from remote hosts:\n" + "\n".join(remote[:30])
+
+
+def test_mathjax_is_part_of_the_site(book_html):
+    mathjax = book_html / "_static" / "mathjax" / "tex-chtml.js"
+    assert mathjax.exists(), ("MathJax is not in _static/mathjax: is the sphinx-mathjax-offline extension "
+                              "installed (requirements.txt) and listed in _config.yml?")
+    fonts = list((book_html / "_static" / "mathjax" / "output" / "chtml" / "fonts").rglob("*.woff"))
+    assert fonts, "MathJax's fonts are missing from _static/mathjax"
+    page = (book_html / "book" / "measuring.html").read_text(encoding="utf-8")
+    assert 'class="math' in page, "book/measuring.md should hold a displayed formula (the browser test renders it)"
+    assert re.search(r'<script[^>]*src="\.\./_static/mathjax/tex-chtml\.js[?"]', page), \
+        "measuring.html does not load MathJax from _static/mathjax"
+
+
+# ---- (b) the browser ----------------------------------------------------------------------------------
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(book_html):
+    """_build/html served on localhost for the session."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(book_html)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _browser_missing() -> str | None:
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("the selenium package (pip install -r requirements.txt)")
+    return ", ".join(missing) if missing else None
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """Headless Chromium that can reach 127.0.0.1 and nothing else."""
+    missing = _browser_missing()
+    if missing:
+        message = (f"the website test needs headless Chromium and chromedriver; missing: {missing}. "
+                   "Install them (Debian/Ubuntu: sudo apt-get install chromium chromium-driver; CI's .ci/run "
+                   "does this), or point GLUON_COURSE_CHROMIUM / GLUON_COURSE_CHROMEDRIVER at them")
+        if os.environ.get("GLUON_COURSE_ALLOW_NO_BROWSER") == "1":
+            pytest.skip(message + " (skipped because GLUON_COURSE_ALLOW_NO_BROWSER=1)")
+        pytest.fail(message + ". To skip these tests instead, set GLUON_COURSE_ALLOW_NO_BROWSER=1.", pytrace=False)
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ.setdefault("SE_AVOID_STATS", "true")  # selenium: no usage statistics
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--disable-extensions", "--window-size=1280,1600",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+                 # Networking off: host names resolve to nothing, and every request that is not to the
+                 # loopback address goes to a proxy that does not exist. Only the local server answers.
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                 "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=127.0.0.1"):
+        options.add_argument(flag)
+    # Every request a page makes is logged, so a test can prove none went to another host.
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def _open(browser, url: str) -> list[str]:
+    """Load a page, wait until it is complete, and return every URL it requested."""
+    browser.get_log("performance")  # drop what earlier pages logged
+    browser.get(url)
+    browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const check = () => document.readyState === "complete" ? done() : setTimeout(check, 50);
+        check();""")
+    requested = []
+    for entry in browser.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            requested.append(message["params"]["request"]["url"])
+    return requested
+
+
+def _not_local(urls: list[str]) -> list[str]:
+    """The network requests among ``urls`` that are not for the local server (the browser's own chrome://,
+    data: and blob: URLs never touch the network)."""
+    return [u for u in urls if re.match(r"^(https?|wss?|ftp)://", u)
+            and not re.match(r"^[a-z]+://(127\.0\.0\.1|localhost)[:/]", u)]
+
+
+_WAIT_FOR_MATHJAX = """
+const done = arguments[arguments.length - 1];
+const started = Date.now();
+(function wait() {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(() => done("ok"), (e) => done("MathJax failed: " + e));
+  } else if (Date.now() - started > 30000) {
+    done("MathJax did not start within 30 s (was its script loaded?)");
+  } else { setTimeout(wait, 50); }
+})();"""
+
+_MATH_STATE = """
+return Array.from(document.querySelectorAll(".math")).map((el) => {
+  const out = el.querySelector("mjx-container");
+  const box = out ? out.getBoundingClientRect() : null;
+  return {source: el.textContent.slice(0, 80), rendered: !!out, width: box ? box.width : 0,
+          error: !!el.querySelector("mjx-merror")};
+});"""
+
+
+def _check_math(browser, page: str) -> int:
+    """Every formula on the page was typeset by MathJax. Returns how many formulas the page has."""
+    formulas = browser.execute_script("return document.querySelectorAll('.math').length")
+    if not formulas:
+        return 0
+    outcome = browser.execute_async_script(_WAIT_FOR_MATHJAX)
+    assert outcome == "ok", f"{page}: {outcome}"
+    state = browser.execute_script(_MATH_STATE)
+    bad = [f for f in state if not f["rendered"] or f["width"] <= 0 or f["error"]]
+    assert not bad, f"{page}: formulas MathJax did not render: {bad[:5]}"
+    return len(state)
+
+
+def _severe_console_messages(browser) -> list[str]:
+    return [e["message"] for e in browser.get_log("browser")
+            if e["level"] == "SEVERE" and "favicon.ico" not in e["message"]]
+
+
+@pytest.mark.browser
+def test_math_renders_offline(browser, site_url):
+    """The displayed formula in book/measuring renders from the site's own MathJax, networking cut off."""
+    requested = _open(browser, f"{site_url}/book/measuring.html")
+    assert not _not_local(requested), f"requests to other hosts: {_not_local(requested)}"
+    assert any("/_static/mathjax/" in u for u in requested), "MathJax was not loaded from the site"
+    assert _check_math(browser, "book/measuring") >= 1, "book/measuring has no formula to render"
+    containers = browser.execute_script("return document.querySelectorAll('mjx-container').length")
+    assert containers >= 1
+
+
+@pytest.mark.browser
+def test_every_page_loads_offline(browser, site_url):
+    problems = []
+    for page in PAGES:
+        requested = _open(browser, f"{site_url}/{page}.html")
+        if _not_local(requested):
+            problems.append(f"{page}: requests to other hosts {_not_local(requested)}")
+        if not browser.execute_script("return document.querySelector('main h1, article h1') !== null"):
+            problems.append(f"{page}: no heading (did the page load? title {browser.title!r})")
+        problems += [f"{page}: console: {m}" for m in _severe_console_messages(browser)]
+        _check_math(browser, page)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", LESSON_PAGES, ids=[p.split("/")[1] for p in LESSON_PAGES])
+def test_lesson_page_in_browser(browser, site_url, page):
+    notebook = _notebook(page)
+    requested = _open(browser, f"{site_url}/{page}.html")
+
+    # It loaded, from nowhere but the site, and it is the right page.
+    assert not _not_local(requested), f"{page}: requests to other hosts: {_not_local(requested)}"
+    heading = browser.execute_script("""
+        const h1 = document.querySelector("main h1, article h1");
+        if (!h1) return null;
+        const copy = h1.cloneNode(true);
+        copy.querySelectorAll(".headerlink").forEach((a) => a.remove());
+        return copy.textContent.trim();""")
+    assert heading, f"{page}: the page has no <h1> (title {browser.title!r})"
+    expected = _first_heading(notebook)
+    assert expected, f"{page}.ipynb has no '# ' heading in a markdown cell"
+    assert _words(heading) == _words(expected), f"{page}: heading {heading!r}, notebook says {expected!r}"
+    assert _words(heading) in _words(browser.title), f"{page}: <title> {browser.title!r} lacks {heading!r}"
+
+    # Every picture arrived (the plots are PNGs committed inside the notebook).
+    images = browser.execute_script("""
+        const imgs = Array.from(document.images);
+        imgs.forEach((img) => img.scrollIntoView());
+        return imgs.map((img) => ({src: img.currentSrc || img.src, complete: img.complete,
+                                    width: img.naturalWidth, output: !!img.closest(".cell_output")}));""")
+    if any(not img["complete"] for img in images):
+        browser.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            Promise.all(Array.from(document.images).filter((i) => !i.complete).map((i) => new Promise((ok) => {
+              i.addEventListener("load", ok); i.addEventListener("error", ok); }))).then(() => done());""")
+        images = browser.execute_script(
+            "return Array.from(document.images).map((img) => ({src: img.currentSrc || img.src, "
+            "complete: img.complete, width: img.naturalWidth, output: !!img.closest('.cell_output')}));")
+    broken = [img["src"][-80:] for img in images if img["width"] <= 0]
+    assert not broken, f"{page}: images that did not load: {broken}"
+    plots = _png_outputs(notebook)
+    if plots:
+        shown = sum(img["output"] for img in images)
+        assert shown >= 1, f"{page}: the notebook has {plots} PNG outputs but the page shows none"
+
+    # At least one block of results (printed text or a table) from the committed outputs.
+    results = browser.execute_script("""
+        return Array.from(document.querySelectorAll(".cell_output pre, .cell_output table"))
+                    .filter((el) => el.textContent.trim().length > 0).length;""")
+    assert results >= 1, (f"{page}: no output block (pre or table) with results; were the notebook's outputs "
+                          "committed? (`python -m gluon_course record` on a GPU writes them)")
+
+    # Formulas, if the lesson has any, are typeset.
+    _check_math(browser, page)
+    console = _severe_console_messages(browser)
+    assert not console, f"{page}: errors in the browser console: {console}"
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / f"{page.split('/')[1]}.png"))

@@ -1,0 +1,149 @@
+"""The toolkit's own pieces, on a CPU machine."""
+import json
+
+import pytest
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+from gluon_course import layouts, records
+from gluon_course import compile as gc
+from gluon_course.args import require_copy_pair
+from gluon_course.expect import Expectation
+from gluon_course.starters import MarkerError, make_starter
+
+
+@gluon.jit
+def _copy16(in_ptr, out_ptr, numel, XBLOCK: gl.constexpr, layout: gl.constexpr):
+    offs = gl.program_id(0) * XBLOCK + gl.arange(0, XBLOCK, layout=layout)
+    gl.store(out_ptr + offs, gl.load(in_ptr + offs, mask=offs < numel), mask=offs < numel)
+
+
+SIG = {"in_ptr": "*fp32", "out_ptr": "*fp32", "numel": "i32"}
+
+
+def _compile(target, R, aligned=("in_ptr", "out_ptr", "numel")):
+    ws = gc.warp_size(target)
+    return gc.compile_kernel(_copy16, target, signature=SIG, aligned=aligned,
+                             constexprs={"XBLOCK": R * ws * 4, "layout": gl.BlockedLayout([R], [ws], [4], [0])})
+
+
+def test_opcode_counts_are_exact_and_do_not_overlap():
+    k = _compile("sm_90", 4)
+    assert k.count("LDG.E.128") == 1 and k.count("LDG.E") == 0
+    assert k.count_matching(r"LDG") == 1
+    assert k.global_stores() == {"STG.E.128": 1}
+    assert k.registers > 0 and k.spills == 0 and k.shared_bytes == 0
+
+
+def test_amd_listing_parses_loads_and_resources():
+    k = _compile("gfx950", 4)
+    assert k.global_loads() == {"global_load_dwordx4": 1}
+    assert k.resources["registers"] > 0 and k.resources["spill_bytes"] == 0
+
+
+def test_alignment_promise_changes_the_code():
+    assert _compile("sm_90", 4, aligned=()).global_loads() == {"LDG.E": 4}
+
+
+def test_compile_errors_become_one_sentence():
+    @gluon.jit
+    def broken(ptr):
+        gl.static_assert(False, "lesson 99, gap 1 not yet implemented: say hello")
+
+    with pytest.raises(gc.CompileFailed) as info:
+        gc.compile_kernel(broken, "sm_90", signature={"ptr": "*fp32"})
+    assert info.value.message == "lesson 99, gap 1 not yet implemented: say hello"
+
+
+def test_unknown_target_and_parameter_are_explained():
+    with pytest.raises(ValueError, match="unknown target 'sm_75'"):
+        gc.target_named("sm_75")
+    with pytest.raises(TypeError, match="no parameter"):
+        gc.compile_kernel(_copy16, "sm_90", signature={"nope": "i32"})
+
+
+def test_compile_cache_replays_amd_code_when_the_backend_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("GLUON_COURSE_COMPILE_CACHE", str(tmp_path))
+    first = _compile("gfx950", 2)
+    monkeypatch.setattr(gc, "amd_backend_available", lambda: False)
+    again = _compile("gfx950", 2)
+    assert again.amdgcn == first.amdgcn and again.global_loads() == {"global_load_dwordx2": 1}
+    with pytest.raises(gc.BackendMissing, match="no AMD backend"):
+        _compile("gfx950", 8)          # never compiled with the full Triton: nothing stored
+
+
+def test_register_budget_and_broadcast_match_the_upstream_example():
+    example = gl.BlockedLayout([2, 4], [16, 2], [2, 2], [1, 0])
+    assert layouts.block_shape(example) == [64, 16]
+    assert layouts.register_budget(example, [128, 128]).registers_per_thread == 128
+    small = layouts.register_budget(example, [32, 8])
+    assert (small.physical, small.logical, small.broadcast) == (1024, 256, 4)
+
+
+def test_thread_tile_order():
+    assert layouts.thread_tile(gl.BlockedLayout([2, 4], [16, 2], [2, 2], [1, 0])) == \
+        "[[T:0, T:1, T:2, T:3],\n [T:4, T:5, T:6, T:7]]"
+    assert layouts.thread_tile(gl.BlockedLayout([2, 4], [16, 2], [2, 2], [0, 1])) == \
+        "[[T:0, T:2, T:4, T:6],\n [T:1, T:3, T:5, T:7]]"
+
+
+def test_sectors_per_request_for_coalesced_and_transposed_access():
+    rows = gl.BlockedLayout([1, 1], [1, 32], [1, 4], [1, 0])
+    assert layouts.sectors_per_request(rows, [64, 512], (512, 1)) == 4.0      # 128 contiguous bytes
+    assert layouts.sectors_per_request(rows, [64, 512], (1, 64)) == 32.0      # every lane in its own sector
+    wide = gl.BlockedLayout([4], [32], [4], [0])
+    assert layouts.sectors_per_request(wide, [512], (1,)) == 16.0
+    assert layouts.sectors_per_request(wide, [512], (1,), max_vector_bytes=4) == 16.0
+
+
+def test_starter_generation_rules():
+    src = ("import triton\nfrom triton.experimental import gluon\n\n@gluon.jit\ndef k(p):\n"
+           "    ### BEGIN SOLUTION: load it\n    x = 1\n    ### END SOLUTION\n\n"
+           "def host():\n    ### BEGIN SOLUTION: return two\n    return 2\n    ### END SOLUTION\n")
+    out = make_starter(src, "01")
+    assert "gl.static_assert(False, 'lesson 01, gap 1 not yet implemented: load it')" in out
+    assert "raise NotImplementedError('lesson 01, gap 2 not yet implemented: return two')" in out
+    assert "x = 1" not in out and "return 2" not in out
+    with pytest.raises(MarkerError, match="never closed"):
+        make_starter("### BEGIN SOLUTION: x\n", "01")
+    with pytest.raises(MarkerError, match="at least one gap"):
+        make_starter("x = 1\n", "01")
+
+
+def test_expectation_verdicts_and_wording():
+    e = Expectation(0.95, None, "copy", "why")
+    assert e.verdict(0.96) == "✓ in range" and e.verdict(0.5) == "✗ below"
+    assert e.describe() == "expected ≥ 95.0% of copy"
+    r = Expectation(1.3, None, "torch.contiguous", "why", unit="× torch")
+    assert r.format(1.42) == "1.42 × torch" and r.describe() == "expected ≥ 1.30 × torch"
+    assert Expectation(0.1, 0.2, "copy", "w").verdict(float("nan")) == "✗ not measured"
+
+
+def test_records_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
+    monkeypatch.setenv("GLUON_COURSE_COMMIT", "abc1234")
+    records.save("09/figure", {"value": 0.5})
+    data = json.loads((tmp_path / "no-gpu.json").read_text())
+    entry = data["figures"]["09/figure"]
+    assert entry["value"] == 0.5 and entry["commit"] == "abc1234" and entry["triton"] == "3.9.0"
+    with pytest.raises(KeyError, match="has not been recorded"):
+        records.recorded("09/other", "no-gpu")
+
+
+def test_launcher_errors_say_what_to_do():
+    x = torch.zeros(8)
+    with pytest.raises(ValueError, match=r"move it with x.cuda\(\)"):
+        require_copy_pair(x, x)
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        require_copy_pair([1, 2], x)
+
+
+def test_results_page_is_generated_from_results():
+    from gluon_course.course import repo_root
+    from gluon_course.report import BEGIN, END, results_markdown
+
+    page = (repo_root() / "book" / "results.md").read_text()
+    generated = page.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    assert generated == results_markdown().strip(), \
+        "book/results.md is out of step with results/: run `python -m gluon_course results-page`"
