@@ -440,25 +440,11 @@ def ncu_launch(path: str, config: str) -> None:
 
 
 def profile_shared(mod, config: str) -> dict[str, float]:
-    """ncu on one launch of ``mod.transpose_copy`` with ``config`` (uses gluon_course.ncu's runner and parser,
-    with ``--print-units base`` so that every count is a plain number)."""
-    import os
-    import subprocess
-
+    """Nsight Compute on one launch of ``mod.transpose_copy`` with ``config`` (gluon_course.ncu's runner)."""
     from .. import ncu
-    from ..course import repo_root
 
-    exe = ncu.find_ncu()
-    if exe is None:
-        raise ncu.NcuUnavailable("Nsight Compute's `ncu` is not on PATH (nor in $CUDA_HOME/bin): install Nsight "
-                                 "Compute (it ships with the CUDA toolkit) or add its folder to PATH")
-    command = ncu.ncu_command(exe, "smem_transpose_kernel", "gluon_course.specs.lesson05:ncu_launch",
-                              [mod.__file__, config], SHARED_METRICS)
-    command[1:1] = ["--print-units", "base"]
-    env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))}
-    run = subprocess.run(command, cwd=repo_root(), env=env, capture_output=True, text=True, timeout=300)
-    return ncu.parse_output(run.stdout, run.stderr, SHARED_METRICS, "smem_transpose_kernel", run.returncode)
+    return ncu.profile_launch("gluon_course.specs.lesson05:ncu_launch", [mod.__file__, config],
+                              kernel="smem_transpose_kernel", metrics=SHARED_METRICS)
 
 
 def wavefront_figure(config):
@@ -478,8 +464,10 @@ DESIGN = "NVIDIA H200, this course's design run 2026-11-29"
 FIRST = "range set before the first recorded run"
 
 WHY_FREE = ("join + reshape in the inferred layout is a copy with two inputs: each thread loads 16 bytes of a and of "
-            "b and stores 32 bytes of pairs, no shared memory; the design run's 1D tile copies reached 96–98% "
-            f"({FIRST})")
+            "b and stores 32 contiguous bytes of pairs, as two 16-byte stores whose lanes sit 32 bytes apart: each "
+            "store instruction touches twice the sectors it writes, lesson 02's R = 8 pattern (75% of copy there). "
+            "We first expected ≥ 85% (the design run's R = 4 copies reached 96%); the first recorded run on the "
+            "H200 gave 76%, and the range is set around it")
 WHY_CONVERTED = ("the same copy plus a shared-memory round trip (8 KiB per program) and a barrier; shared memory has "
                  f"bandwidth to spare for a copy, so we expect a small loss, not a crater ({FIRST})")
 WHY_PERMUTE = ("permute moves no data, so the stores keep the load layout: the 32 lanes of a warp write 32 different "
@@ -555,8 +543,9 @@ SPEC = LessonSpec(
     ],
     figures=[
         Figure("interleave_free", "interleave, inferred layout", interleave_figure(None),
-               Expectation(0.85, None, "copy", WHY_FREE,
-                           (Reference(0.96, "of copy", f"{DESIGN}, 1D tile copy R=4"),))),
+               Expectation(0.65, 0.88, "copy", WHY_FREE,
+                           (Reference(3.238, "TB/s", "NVIDIA H200, this course's first recorded run, 2026-11-29"),
+                            Reference(0.75, "of copy", f"{DESIGN}, 1D tile copy R=8"),))),
         Figure("interleave_converted", "interleave, converted to R=4", interleave_figure(4),
                Expectation(0.60, None, "copy", WHY_CONVERTED,
                            (Reference(0.96, "of copy", f"{DESIGN}, 1D tile copy R=4"),))),

@@ -35,12 +35,18 @@ def copy_layouts(BLOCK_M: int, BLOCK_N: int, R: int, num_warps: int, warp_size: 
 
 @gluon.jit
 def inout_copy_kernel(in_ptr, out_ptr, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                      load_layout: gl.constexpr, store_layout: gl.constexpr):
-    # A 1D grid numbers the tiles along N first; a 2D grid would stop at 65535 tiles on its y axis.
+                      load_layout: gl.constexpr, store_layout: gl.constexpr, GROUP_M: gl.constexpr):
+    # A 1D grid (a 2D grid would stop at 65535 tiles on its y axis). Tiles are handed out in groups of GROUP_M
+    # tile-rows: inside a group, neighbouring programs go down the rows, so their column-major stores land
+    # side by side; with GROUP_M = 1 they go along N, so their row-major loads do (lesson 03's order).
     pid = gl.program_id(0)
+    tiles_m = gl.cdiv(M, BLOCK_M)
     tiles_n = gl.cdiv(N, BLOCK_N)
-    first_row = (pid // tiles_n) * BLOCK_M
-    first_col = (pid % tiles_n) * BLOCK_N
+    group = pid // (GROUP_M * tiles_n)
+    rows_in_group = gl.minimum(tiles_m - group * GROUP_M, GROUP_M)   # the last group may be shorter
+    in_group = pid % (GROUP_M * tiles_n)
+    first_row = (group * GROUP_M + in_group % rows_in_group) * BLOCK_M
+    first_col = (in_group // rows_in_group) * BLOCK_N
 
     # Load: x is row-major (x[i, j] at i * N + j), and load_layout walks along j.
     in_rows = first_row + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, load_layout))
@@ -74,7 +80,7 @@ def _require_strides(name: str, t, want: tuple[int, int], what: str) -> None:
                          f"{tuple(t.shape)}")
 
 
-def _launch(x, out, BLOCK_M, BLOCK_N, load_layout, store_layout, num_warps):
+def _launch(x, out, BLOCK_M, BLOCK_N, load_layout, store_layout, num_warps, GROUP_M=1):
     require_cuda_tensor("x", x)
     require_cuda_tensor("out", out)
     if x.dim() != 2 or x.shape != out.shape:
@@ -95,18 +101,20 @@ def _launch(x, out, BLOCK_M, BLOCK_N, load_layout, store_layout, num_warps):
             raise ValueError(f"one pass of {layout} covers {block_shape(layout)}, more than the {BLOCK_M} × {BLOCK_N} "
                              "tile: threads would hold copies of the same elements; use a bigger tile or fewer warps")
     grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
+    if GROUP_M < 1:
+        raise ValueError(f"GROUP_M={GROUP_M}: a group holds at least one tile-row")
     inout_copy_kernel[grid](x, out, M, N, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, load_layout=load_layout,
-                            store_layout=store_layout, num_warps=num_warps)
+                            store_layout=store_layout, GROUP_M=GROUP_M, num_warps=num_warps)
     return out
 
 
-def inout_copy(x, out, BLOCK_M: int = 64, BLOCK_N: int = 64, R: int = 4, num_warps: int = 4):
+def inout_copy(x, out, BLOCK_M: int = 64, BLOCK_N: int = 64, R: int = 4, num_warps: int = 4, GROUP_M: int = 1):
     """out[i, j] = x[i, j] for a row-major ``x`` and a column-major ``out`` (both M × N): a transposing copy,
     loaded along x's rows and stored along out's columns, converted in between."""
     if R & (R - 1) or min(BLOCK_M, BLOCK_N) < R:
         raise ValueError(f"R={R} must be a power of two no larger than the {BLOCK_M} × {BLOCK_N} tile's sides")
     load_layout, store_layout = copy_layouts(BLOCK_M, BLOCK_N, R, num_warps)
-    return _launch(x, out, BLOCK_M, BLOCK_N, load_layout, store_layout, num_warps)
+    return _launch(x, out, BLOCK_M, BLOCK_N, load_layout, store_layout, num_warps, GROUP_M)
 
 
 def single_layout_copy(x, out, dim: int, BLOCK_M: int = 64, BLOCK_N: int = 64, R: int = 4, num_warps: int = 4):
