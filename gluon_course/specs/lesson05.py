@@ -451,9 +451,14 @@ def wavefront_figure(config):
     def measure(mod):
         v = profile_shared(mod, config)
         load = v[LD_WAVEFRONTS] / v[LD_INSTRUCTIONS]
-        store = v[ST_WAVEFRONTS] / max(v[ST_INSTRUCTIONS], 1.0)
         predicted = PREDICTED_WAVEFRONTS[config]
-        return Measurement(load, f"loads {load:.2f}, stores {store:.2f} wavefronts/instr (predicted {predicted:.1f})",
+        if v[ST_INSTRUCTIONS] > 0:
+            store = v[ST_WAVEFRONTS] / v[ST_INSTRUCTIONS]
+            stores = f"stores {store:.2f}"
+        else:   # the compiler wrote the tile with stmatrix (STSM), which this instruction counter does not count
+            store = float("nan")
+            stores = "stores by stmatrix (not in the st counter)"
+        return Measurement(load, f"loads {load:.2f}, {stores} wavefronts/instr (predicted {predicted:.1f})",
                            {"load": load, "store": store, "predicted": predicted, **v})
     return measure
 
