@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from triton.experimental.gluon.language._layouts import DistributedLayout, SharedLayout
 
-from .layouts import coordinate, to_linear
+from .layouts import _xor, coordinate, to_linear
 
 BANKS = 32
 BANK_BYTES = 4
@@ -70,13 +70,6 @@ def triton_bank_conflicts(distributed, shared, shape, element_bits: int = 32) ->
 
 
 # -- our own simulation ----------------------------------------------------------------------------
-
-def _xor(vectors, rank):
-    out = [0] * rank
-    for v in vectors:
-        out = [a ^ b for a, b in zip(out, v)]
-    return tuple(out)
-
 
 def shared_offsets(shared, shape) -> dict[tuple[int, ...], int]:
     """Element → offset (in elements) of ``shared`` on a tensor of ``shape``: the inverse of its linear layout,
