@@ -1,16 +1,19 @@
 """The Gluon course toolkit.
 
-One package shared by the lessons, their notebooks, the tests and the command line:
+One package shared by the lessons, their notebooks, the tests and the command line, in four parts:
 
-- ``compile``   compile a Gluon kernel for sm_90 / sm_100 / gfx950 / gfx942 on any machine (no GPU needed)
-                and read its machine code (instruction counts, registers, spills, shared memory / LDS)
-- ``layouts``   host-side views of a layout: linear-layout bases, register budget, broadcast, pictures
-- ``measure``   GPU-side measurement: poisoned outputs, guarded buffers, references, ceilings, bandwidth
-- ``expect``    expected ranges with provenance and the one-line verdict
-- ``records``   recorded figures in ``results/<gpu>.json``
-- ``lab``       what a notebook calls: live figures on a GPU, recorded figures elsewhere
-- ``starters``  generate ``lessons/NN-slug/starter.py`` from ``solutions/NN-slug/solution.py``
-- ``grading``   ``check NN``: grade a learner's starter (and the command line in ``__main__``)
+- ``machine``  compile a Gluon kernel for sm_90 / sm_100 / gfx950 / gfx942 on any machine (no GPU needed) and
+               read its machine code: opcode families per target, registers, spills, shared / LDS bytes,
+               occupancy
+- ``memory``   layouts and memory access on the host: linear layouts and pictures, strides, the coalescing
+               (sector) model, the bank-conflict model
+- ``measure``  on a GPU: fresh inputs, poisoned and guarded outputs, timing, ceilings (device copy, library
+               matmul), the copy and GEMM harnesses, Nsight Compute
+- ``grading``  checks and figures with stable keys, the runner shared by ``check``, the notebooks and the
+               tests, records, starters, the generated tables, the lesson scaffold
+
+plus ``course`` (lessons discovered from ``solutions/NN-slug/``), ``validate`` (what launchers check about
+their arguments) and ``display`` (source, tables and charts in notebooks).
 """
 import os as _os
 
@@ -18,6 +21,6 @@ import os as _os
 # The course keeps 3.9's behaviour explicitly (fusion on), which also keeps notebook output free of the warning.
 _os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
-from .course import LESSONS, Lesson, lesson, load_solution, load_starter, repo_root  # noqa: E402
+from .course import Lesson, lesson, lessons, load_checks, load_solution, load_starter, repo_root  # noqa: E402
 
-__all__ = ["LESSONS", "Lesson", "lesson", "load_solution", "load_starter", "repo_root"]
+__all__ = ["Lesson", "lesson", "lessons", "load_checks", "load_solution", "load_starter", "repo_root"]

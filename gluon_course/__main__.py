@@ -1,4 +1,4 @@
-"""Command line:  python -m gluon_course {info, check NN, record, starters, results-page}"""
+"""Command line:  python -m gluon_course {info, check NN, record, starters, tables, new-lesson}"""
 from __future__ import annotations
 
 import argparse
@@ -10,10 +10,10 @@ def _info() -> int:
     import torch
     import triton
 
-    from .compile import TARGETS, compile_kernel
-    from .course import LESSONS
+    from . import lessons
+    from .grading import records
+    from .machine import TARGETS, CompileFailed, compile_kernel
     from .measure import gpu_name, has_gpu
-    from . import records
 
     print(f"Triton {triton.__version__} · torch {torch.__version__} · Python {sys.version.split()[0]}")
     print(f"GPU: {gpu_name() if has_gpu() else 'none (notebooks show recorded figures)'}")
@@ -28,18 +28,18 @@ def _info() -> int:
         try:
             compile_kernel(probe, name, signature={"ptr": "*fp32"})
             print(f"compile for {name}: ok")
-        except Exception as e:  # noqa: BLE001 - report, don't crash
+        except (CompileFailed, RuntimeError) as e:
             print(f"compile for {name}: FAILED ({e})")
     figures = records.load()["figures"]
     print(f"recorded figures ({records.DEFAULT_RECORDING}): {len(figures)}")
-    for number, the in LESSONS.items():
-        have = "✓" if the.solution_path.exists() else "·"
-        print(f"  {have} {number} {the.title}: {the.teaches}")
+    for number, the in lessons().items():
+        status = "planned" if the.planned else "ready"
+        print(f"  {number} {the.title} ({status}; targets {', '.join(the.checks.targets)}): {the.checks.teaches}")
     return 0
 
 
-def _record(numbers: list[str], notebooks: bool) -> int:
-    from .course import LESSONS, lesson
+def _record(numbers: list[str]) -> int:
+    from . import lesson, lessons
     from .measure import has_gpu
 
     if not has_gpu():
@@ -50,10 +50,8 @@ def _record(numbers: list[str], notebooks: bool) -> int:
 
     os.environ["GLUON_COURSE_RECORD"] = "1"
     failures = 0
-    for number in numbers or [n for n, t in LESSONS.items() if t.notebook_path.exists()]:
+    for number in numbers or [n for n, t in lessons().items() if t.notebook_path.exists() and not t.planned]:
         the = lesson(number)
-        if not notebooks:
-            continue
         nb = nbformat.read(the.notebook_path, as_version=4)
         print(f"executing {the.folder}/lesson.ipynb ...", flush=True)
         client = NotebookClient(nb, timeout=900, kernel_name="python3",
@@ -70,7 +68,7 @@ def _record(numbers: list[str], notebooks: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gluon_course", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="what runs here: device, versions, targets that compile")
+    sub.add_parser("info", help="what runs here: device, versions, targets that compile, the lessons")
     c = sub.add_parser("check", help="grade a lesson's starter (or --solution)")
     c.add_argument("lesson")
     c.add_argument("--file", help="the file to check (default: lessons/NN-slug/starter.py)")
@@ -79,29 +77,46 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("record", help="GPU: measure every lesson and re-execute the notebooks in place")
     r.add_argument("lessons", nargs="*")
     sub.add_parser("starters", help="regenerate every lessons/NN-slug/starter.py from its solution")
-    sub.add_parser("results-page", help="regenerate the table in book/results.md from results/")
+    sub.add_parser("tables", help="regenerate the README's lesson table and book/results.md from results/")
+    n = sub.add_parser("new-lesson", help="scaffold solutions/NN-slug/ and lessons/NN-slug/ for a new lesson")
+    n.add_argument("number")
+    n.add_argument("slug")
+    n.add_argument("title")
     args = parser.parse_args(argv)
 
     if args.command == "info":
         return _info()
     if args.command == "check":
-        from .grading import check
+        from .grading.runner import check
 
-        return 0 if check(args.lesson, path=args.file, solution=args.solution, figures=not args.no_figures) else 1
+        try:
+            ok = check(args.lesson, path=args.file, solution=args.solution, figures=not args.no_figures)
+        except (KeyError, FileNotFoundError) as e:
+            print(f"check: {e.args[0] if e.args else e}")
+            return 2
+        return 0 if ok else 1
     if args.command == "record":
-        return _record(args.lessons, notebooks=True)
+        return _record(args.lessons)
     if args.command == "starters":
-        from .starters import write_starters
+        from .grading.starters import write_starters
 
         for path in write_starters():
             print(f"wrote {path}")
         return 0
-    if args.command == "results-page":
+    if args.command == "tables":
         from .course import repo_root
-        from .report import update_results_page
+        from .grading.report import update_tables
 
-        changed = update_results_page(repo_root() / "book" / "results.md")
-        print("book/results.md " + ("updated" if changed else "already up to date"))
+        changed = update_tables(repo_root())
+        print("updated: " + ", ".join(changed) if changed else "README.md and book/results.md already up to date")
+        return 0
+    if args.command == "new-lesson":
+        from .course import repo_root
+        from .grading.scaffold import scaffold
+
+        for path in scaffold(args.number, args.slug, args.title):
+            print(f"wrote {path.relative_to(repo_root())}")
+        print(f"now add `- file: lessons/{args.number}-{args.slug}/lesson` to _toc.yml, under its part")
         return 0
     return 2
 
@@ -110,5 +125,6 @@ if __name__ == "__main__":
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
-    # Triton's layout bindings report harmless "leaked" objects at interpreter exit; leave without that noise.
+    # Triton's layout bindings (nanobind) report "leaked" objects at interpreter exit: harmless, and not the
+    # learner's business. Leave without running the interpreter's shutdown, so that report never prints.
     os._exit(code)

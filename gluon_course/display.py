@@ -10,7 +10,7 @@ def show_source(obj) -> None:
 
     A ``@gluon.jit`` kernel or a ``triton.autotune`` wrapper is unwrapped to the Python function; the
     ``### BEGIN/END SOLUTION`` marker lines are left out."""
-    from .starters import BEGIN, END
+    from .grading.starters import BEGIN, END
 
     fn = getattr(obj, "fn", obj)
     fn = getattr(fn, "fn", fn)

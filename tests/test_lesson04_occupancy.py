@@ -1,4 +1,4 @@
-"""gluon_course.occupancy: blocks per SM on sm_90, from shared memory, registers, threads and the block limit.
+"""gluon_course.machine.occupancy: blocks per SM on sm_90, from shared memory, registers, threads and the block limit.
 
 Every expected value is worked out by hand in the comment beside it, from the limits of compute capability 9.0:
 228 KiB shared per SM (227 KiB per block, 1 KiB reserved per block, 128-byte units), 65536 registers in four
@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from gluon_course.occupancy import SM90, occupancy, occupancy_of
+from gluon_course.machine.occupancy import SM90, occupancy, occupancy_of
 
 
 def test_the_sm90_limits():

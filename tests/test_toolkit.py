@@ -6,11 +6,12 @@ import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course import layouts, records
-from gluon_course import compile as gc
-from gluon_course.args import require_copy_pair
-from gluon_course.expect import Expectation
-from gluon_course.starters import MarkerError, make_starter
+from gluon_course.grading import CourseTarget, Expectation, records
+from gluon_course.grading.starters import MarkerError, make_starter
+from gluon_course.machine import compile as gc
+from gluon_course.memory import layouts
+from gluon_course.memory.coalescing import sectors_per_request
+from gluon_course.validate import require_copy_pair
 
 
 @gluon.jit
@@ -90,11 +91,11 @@ def test_thread_tile_order():
 
 def test_sectors_per_request_for_coalesced_and_transposed_access():
     rows = gl.BlockedLayout([1, 1], [1, 32], [1, 4], [1, 0])
-    assert layouts.sectors_per_request(rows, [64, 512], (512, 1)) == 4.0      # 128 contiguous bytes
-    assert layouts.sectors_per_request(rows, [64, 512], (1, 64)) == 32.0      # every lane in its own sector
+    assert sectors_per_request(rows, [64, 512], (512, 1)) == 4.0      # 128 contiguous bytes
+    assert sectors_per_request(rows, [64, 512], (1, 64)) == 32.0      # every lane in its own sector
     wide = gl.BlockedLayout([4], [32], [4], [0])
-    assert layouts.sectors_per_request(wide, [512], (1,)) == 16.0
-    assert layouts.sectors_per_request(wide, [512], (1,), max_vector_bytes=4) == 16.0
+    assert sectors_per_request(wide, [512], (1,)) == 16.0
+    assert sectors_per_request(wide, [512], (1,), max_vector_bytes=4) == 16.0
 
 
 def test_starter_generation_rules():
@@ -139,11 +140,33 @@ def test_launcher_errors_say_what_to_do():
         require_copy_pair([1, 2], x)
 
 
-def test_results_page_is_generated_from_results():
+def test_generated_tables_are_up_to_date():
+    """The README's lesson table and the website's results page come from results/ and the lessons' metadata."""
     from gluon_course.course import repo_root
-    from gluon_course.report import BEGIN, END, results_markdown
+    from gluon_course.grading.report import update_tables
 
-    page = (repo_root() / "book" / "results.md").read_text()
-    generated = page.split(BEGIN, 1)[1].split(END, 1)[0].strip()
-    assert generated == results_markdown().strip(), \
-        "book/results.md is out of step with results/: run `python -m gluon_course results-page`"
+    stale = update_tables(repo_root(), write=False)
+    assert not stale, f"{', '.join(stale)} out of step with results/ and the lessons: run `python -m gluon_course tables`"
+
+
+def test_range_gates_and_course_target_only_informs():
+    e = Expectation(0.85, None, "copy", "why", target=CourseTarget(0.95, why="aim"))
+    assert e.verdict(0.90) == "✓ in range" and e.target_line(0.90).endswith("not reached (informs only)")
+    assert e.target_line(0.96).endswith("✓ reached") and e.verdict(0.80) == "✗ below"
+    assert Expectation(0.1, 0.2, "copy", "why").target_line(0.15) is None
+
+
+def test_opcode_families_cover_every_target():
+    from gluon_course.machine.targets import OPCODES, TARGETS, opcode_pattern
+
+    for family in ("global_load", "global_store", "shared", "barrier", "shuffle", "mma"):
+        assert set(OPCODES[family]) == set(TARGETS), family
+    assert "wgmma" in OPCODES and "gfx950" not in OPCODES["wgmma"]
+    assert opcode_pattern("gfx950", "wgmma") == r"(?!)"
+    with pytest.raises(KeyError, match="unknown opcode"):
+        opcode_pattern("sm_90", "nope")
+
+
+def test_compared_arguments_read_the_mask_from_ttgir():
+    k = _compile("sm_90", 4)
+    assert k.compared_arguments() == {"numel"}

@@ -10,7 +10,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course.args import require_copy_pair
+from gluon_course.validate import require_copy_pair
 
 
 @gluon.jit

@@ -11,7 +11,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course.args import require_copy_pair
+from gluon_course.validate import require_copy_pair
 
 
 def tile_layout(R: int, num_warps: int, warp_size: int = 32) -> gl.BlockedLayout:

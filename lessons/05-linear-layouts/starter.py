@@ -24,8 +24,8 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course.args import INT32_MAX, require_cuda_tensor
-from gluon_course.layouts import to_linear
+from gluon_course.validate import INT32_MAX, require_cuda_tensor
+from gluon_course.memory.layouts import to_linear
 
 # -- 1. Layouts as bases ---------------------------------------------------------------------------
 

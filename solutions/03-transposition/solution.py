@@ -13,8 +13,8 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course.args import INT32_MAX, require_cuda_tensor
-from gluon_course.strides import layout_along, unit_stride_axis
+from gluon_course.validate import INT32_MAX, require_cuda_tensor
+from gluon_course.memory.strides import layout_along, unit_stride_axis
 
 # CUDA's grid limits: axis 0 takes up to 2**31 - 1 programs, axes 1 and 2 only 65535 each.
 GRID_LIMITS = (2**31 - 1, 65_535, 65_535)

@@ -11,8 +11,8 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course.args import INT32_MAX, require_cuda_tensor
-from gluon_course.layouts import block_shape
+from gluon_course.validate import INT32_MAX, require_cuda_tensor
+from gluon_course.memory.layouts import block_shape
 
 
 def contiguous_along(dim: int, BLOCK_M: int, BLOCK_N: int, R: int, num_warps: int,

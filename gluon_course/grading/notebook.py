@@ -1,0 +1,119 @@
+"""What a lesson notebook calls: live figures on a GPU, recorded figures everywhere else.
+
+    lab = Lab("02")                 # prints where the figures come from
+    lab.machine_code()              # the CPU checks, compiled here and now
+    lab.correctness()               # GPU: runs the checks; no GPU: prints the recorded outcome
+    lab.figure("tile_copy_R4")      # one figure, judged against its range (and its course target, if any)
+    lab.figures(["tile_copy_R1", ...])
+
+Every line a Lab prints has the same words live and recorded; only the numbers and the provenance line
+differ, which is what the notebook tests (nbval) are told to ignore. A figure outside its range prints
+``✗ below`` / ``✗ above`` and the notebook test fails on it; a course target not reached only says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import records
+from ..course import lesson, load_checks, load_solution
+from ..measure.device import has_gpu
+from .runner import measure_figure, run_check
+
+
+@dataclass
+class Shown:
+    """A figure as the notebook received it (live or recorded)."""
+    key: str
+    value: float
+    text: str
+    verdict: str
+    details: dict
+
+
+class Lab:
+    def __init__(self, number: str | int, module=None, show_header: bool = True):
+        self.lesson = lesson(number)
+        self.checks = load_checks(self.lesson.number).CHECKS
+        self.live = has_gpu()
+        self._module = module
+        if show_header:
+            print(self.header())
+
+    @property
+    def module(self):
+        if self._module is None:
+            self._module = load_solution(self.lesson.number)
+        return self._module
+
+    # -- where the figures come from ----------------------------------------------------------
+    def header(self) -> str:
+        if self.live:
+            p = records.provenance()
+            return f"Figures: live on {p['gpu']} · Triton {p['triton']} · torch {p['torch']} · {p['date']}"
+        stamps = sorted({records.stamp(e) for k, e in records.load()["figures"].items()
+                         if k.startswith(self.lesson.number + "/")})
+        if not stamps:
+            return f"Figures: none recorded yet for lesson {self.lesson.number} (no GPU here)"
+        return "Figures: recorded on " + "; ".join(stamps) + " (no GPU here, so not live)"
+
+    # -- checks ---------------------------------------------------------------------------------
+    def machine_code(self) -> bool:
+        """The CPU checks, compiled here and now (no GPU needed, same output everywhere)."""
+        ok_all = True
+        for check in self.checks.machine_code:
+            outcome = run_check(check, self.module, self.lesson.number)
+            ok_all &= outcome.ok
+            print(outcome.line())
+        return ok_all
+
+    def correctness(self) -> bool:
+        """GPU correctness checks: run live, or the recorded outcome of the last live run."""
+        ok_all = True
+        for check in self.checks.correctness:
+            key = records.check_key(self.lesson.number, check.key)
+            if self.live:
+                outcome = run_check(check, self.module, self.lesson.number)
+                ok, detail = outcome.ok, outcome.detail
+                if records.recording_enabled():
+                    records.save(key, {"kind": "check", "name": check.title, "passed": ok, "detail": detail})
+            else:
+                entry = records.recorded(key)
+                ok, detail = entry["passed"], entry["detail"]
+            ok_all &= ok
+            print(f"{'✓' if ok else '✗'} {check.title}" + (f": {detail}" if detail else ""))
+        return ok_all
+
+    # -- figures --------------------------------------------------------------------------------
+    def figure(self, key: str, quiet: bool = False) -> Shown:
+        fig = self.checks.figure(key)
+        record_key = records.figure_key(self.lesson.number, key)
+        if self.live:
+            o = measure_figure(fig, self.module, self.lesson.number)
+            shown = Shown(key, o.value, o.text, o.verdict, o.details)
+            if records.recording_enabled():
+                records.save(record_key, {"kind": "figure", "title": fig.title, "value": o.value, "text": o.text,
+                                          "ceiling": fig.expect.ceiling, "details": o.details,
+                                          "expected": fig.expect.describe(), "verdict": o.verdict})
+        else:
+            entry = records.recorded(record_key)
+            shown = Shown(key, entry["value"], entry["text"], fig.expect.verdict(entry["value"]), entry["details"])
+        if not quiet:
+            print(f"{fig.title:<34} {shown.text:<34} = {fig.expect.format(shown.value)}; "
+                  f"{fig.expect.describe()}  {shown.verdict}")
+            target = fig.expect.target_line(shown.value)
+            if target:
+                print(f"{'':<35}{target}")
+        return shown
+
+    def figures(self, keys: list[str] | None = None) -> dict[str, Shown]:
+        keys = keys or [f.key for f in self.checks.figures]
+        return {k: self.figure(k) for k in keys}
+
+    def references(self, key: str) -> None:
+        """The absolute figures the range was drawn from, with provenance."""
+        fig = self.checks.figure(key)
+        print(f"{fig.title}: {fig.expect.describe()} — {fig.expect.why}")
+        if fig.expect.target is not None and fig.expect.target.why:
+            print(f"  course target: {fig.expect.target.why}")
+        for ref in fig.expect.references:
+            print(f"  reference: {ref}")

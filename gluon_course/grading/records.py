@@ -1,0 +1,102 @@
+"""Recorded figures: ``results/<gpu>.json``, one file per GPU model.
+
+Each figure carries the GPU, the Triton and PyTorch versions, the date and the commit of the code that
+produced it. A notebook on a machine with a GPU measures live (and, under ``record``, writes here); on a
+machine without one it prints what is recorded here, labelled as such.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from ..course import repo_root
+
+# What a machine without a GPU shows: the recording made on this GPU.
+DEFAULT_RECORDING = "nvidia-h200"
+
+
+def results_dir() -> Path:
+    return repo_root() / "results"
+
+
+def slug(gpu_name: str) -> str:
+    """"NVIDIA H200" -> "nvidia-h200"."""
+    return re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-")
+
+
+def path_for(gpu_slug: str) -> Path:
+    return results_dir() / f"{gpu_slug}.json"
+
+
+def load(gpu_slug: str = DEFAULT_RECORDING) -> dict:
+    path = path_for(gpu_slug)
+    if not path.exists():
+        return {"gpu": None, "figures": {}}
+    return json.loads(path.read_text())
+
+
+def figure_key(number: str, key: str) -> str:
+    """``02/tile_copy_R4``: a figure's record key is its lesson and its stable key."""
+    return f"{number}/{key}"
+
+
+def check_key(number: str, key: str) -> str:
+    """``03/check/exact_on_odd_shapes``: a GPU check's outcome, recorded under its stable key."""
+    return f"{number}/check/{key}"
+
+
+def stamp(entry: dict) -> str:
+    return (f"{entry['gpu']} · Triton {entry['triton']} · torch {entry['torch']} · {entry['date']} · "
+            f"commit {entry['commit']}")
+
+
+def recorded(key: str, gpu_slug: str = DEFAULT_RECORDING) -> dict:
+    """One recorded figure, e.g. ``recorded("02/tile_copy_R4")``; a clear error if it was never recorded."""
+    figures = load(gpu_slug)["figures"]
+    if key not in figures:
+        raise KeyError(f"{key} has not been recorded on {gpu_slug} yet: run `python -m gluon_course record` "
+                       f"on that GPU (results/{gpu_slug}.json)")
+    return figures[key]
+
+
+def recording_enabled() -> bool:
+    """True while ``python -m gluon_course record`` re-executes the notebooks."""
+    return os.environ.get("GLUON_COURSE_RECORD") == "1"
+
+
+def commit() -> str:
+    if os.environ.get("GLUON_COURSE_COMMIT"):
+        return os.environ["GLUON_COURSE_COMMIT"]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=repo_root(), capture_output=True,
+                             text=True, check=True).stdout.strip()
+        return out or "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def provenance() -> dict:
+    """GPU, versions, date, commit: stamped on every figure written."""
+    import torch
+    import triton
+
+    return {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU",
+            "triton": triton.__version__, "torch": torch.__version__,
+            "date": datetime.date.today().isoformat(), "commit": commit()}
+
+
+def save(key: str, entry: dict) -> None:
+    """Write one figure (with provenance) into ``results/<gpu>.json``, keeping the others."""
+    stamp = provenance()
+    gpu_slug = slug(stamp["gpu"])
+    data = load(gpu_slug)
+    data["gpu"] = stamp["gpu"]
+    data["figures"][key] = {**entry, **stamp}
+    data["figures"] = dict(sorted(data["figures"].items()))
+    path = path_for(gpu_slug)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")

@@ -1,0 +1,136 @@
+"""The one runner: every check and figure of a lesson runs through here, for ``check NN``, the notebooks
+(``grading.notebook.Lab``) and the tests.
+
+On any machine the kernels must compile and show the lesson's machine-code signature. On a GPU they must also
+be correct (fresh random data, poisoned and guarded outputs, odd sizes), and every figure is measured and judged
+against its **range** (which gates) and, where it has one, the **course target** (which only informs). Without a
+GPU the verdict says so in words: correctness is not checked on this machine.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..course import lesson, load_checks, load_solution, load_starter
+from ..machine.compile import BackendMissing, CompileFailed
+from ..measure.device import free_cache, gpu_name, has_gpu
+from .checks import Check, Figure, Passed
+from .errors import explain
+
+# What a lesson module (a learner's starter, a planted mistake) can throw: the course turns these into a
+# sentence. Anything else is a bug in the course itself and keeps its traceback.
+LEARNER_ERRORS = (CompileFailed, NotImplementedError, BackendMissing, AssertionError, ValueError, TypeError,
+                  RuntimeError, AttributeError, NameError, IndexError, KeyError, ZeroDivisionError, SyntaxError)
+
+
+@dataclass
+class Outcome:
+    key: str
+    title: str
+    ok: bool
+    detail: str = ""
+
+    def line(self) -> str:
+        return f"{'✓' if self.ok else '✗'} {self.title}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass
+class FigureOutcome:
+    key: str
+    title: str
+    value: float
+    text: str
+    verdict: str
+    target_line: str | None
+    details: dict = field(default_factory=dict)
+    ok: bool = True
+
+    def line(self, figure: Figure) -> str:
+        e = figure.expect
+        return (f"{figure.title:<34} {self.text:<34} = {e.format(self.value)}; {e.describe()}  {self.verdict}"
+                + (f"\n{'':<36}{self.target_line}" if self.target_line else ""))
+
+
+def run_check(check: Check, module, number: str | None = None) -> Outcome:
+    """Run one check; whatever a learner's module throws becomes a short sentence, never a traceback."""
+    try:
+        problem = check.run(module)
+    except LEARNER_ERRORS as e:  # noqa: PERF203 - one check at a time
+        return Outcome(check.key, check.title, False, explain(e, number))
+    if check.gpu:
+        free_cache()
+    if isinstance(problem, Passed):
+        return Outcome(check.key, check.title, True, problem.note)
+    return Outcome(check.key, check.title, problem is None, problem or "")
+
+
+def measure_figure(figure: Figure, module, number: str | None = None) -> FigureOutcome:
+    """Measure one figure (the measure checks correctness first); a failure becomes a ✗ with its sentence."""
+    try:
+        m = figure.measure(module)
+    except LEARNER_ERRORS as e:
+        free_cache()
+        return FigureOutcome(figure.key, figure.title, float("nan"), explain(e, number), "✗ not measured", None,
+                             ok=False)
+    free_cache()
+    verdict = figure.expect.verdict(m.value)
+    return FigureOutcome(figure.key, figure.title, m.value, m.text, verdict, figure.expect.target_line(m.value),
+                         m.details, verdict.startswith("✓"))
+
+
+def _load(number: str, path, solution: bool):
+    the = lesson(number)
+    if solution:
+        return load_solution(the.number), the.solution_path
+    file = Path(path) if path else the.starter_path
+    return load_starter(the.number, file), file
+
+
+def check(number: str | int, path: str | Path | None = None, solution: bool = False, figures: bool = True,
+          out=print) -> bool:
+    """``python -m gluon_course check NN``: grade a learner's starter (or the solution); True when it passes."""
+    the = lesson(number)
+    checks = load_checks(the.number).CHECKS
+    try:
+        module, shown = _load(the.number, path, solution)
+    except LEARNER_ERRORS as e:
+        out(f"Lesson {the.number} · {the.title}")
+        out(f"✗ {explain(e, the.number)}")
+        out("0 passed, 1 failed")
+        return False
+    out(f"Lesson {the.number} · {the.title} · checking {_relative(shown)}")
+    passed = failed = 0
+
+    out(f"machine code (compiled here for {', '.join(checks.targets)}; no GPU needed):")
+    for c in checks.machine_code:
+        o = run_check(c, module, the.number)
+        passed, failed = passed + o.ok, failed + (not o.ok)
+        out("  " + o.line().replace("\n", "\n  "))
+
+    gpu_parts = f"{len(checks.correctness)} correctness checks, {len(checks.figures)} figures"
+    if failed:
+        out(f"on a GPU: skipped until the machine-code checks pass ({gpu_parts})")
+    elif not has_gpu():
+        out(f"correctness not checked on this machine: no GPU here ({gpu_parts} run on a GPU)")
+    else:
+        out(f"on the GPU ({gpu_name()}):")
+        for c in checks.correctness:
+            o = run_check(c, module, the.number)
+            passed, failed = passed + o.ok, failed + (not o.ok)
+            out("  " + o.line().replace("\n", "\n  "))
+        if figures and not failed:
+            for f in checks.figures:
+                o = measure_figure(f, module, the.number)
+                passed, failed = passed + o.ok, failed + (not o.ok)
+                out(f"  {'✓' if o.ok else '✗'} {f.title}: {o.text} = {f.expect.format(o.value)}; "
+                    f"{f.expect.describe()} {o.verdict}" + (f"; {o.target_line}" if o.target_line else ""))
+    tail = "" if has_gpu() or failed else " (machine code only: correctness not checked on this machine)"
+    out(f"{passed} passed, {failed} failed{tail}")
+    return failed == 0
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

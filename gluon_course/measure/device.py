@@ -1,0 +1,46 @@
+"""Which GPU is here, if any, and a clear refusal when a feature is missing."""
+from __future__ import annotations
+
+import torch
+
+
+class NoGPU(RuntimeError):
+    """Raised when something needs a CUDA/ROCm GPU and this machine has none."""
+
+
+def has_gpu() -> bool:
+    return torch.cuda.is_available()
+
+
+def is_rocm() -> bool:
+    return torch.version.hip is not None
+
+
+def require_gpu(what: str = "this") -> None:
+    if not has_gpu():
+        raise NoGPU(f"{what} needs a GPU and torch sees none here; on a CPU-only machine the course shows "
+                    "the recorded figures from results/ instead (see book/setup)")
+
+
+def gpu_name() -> str:
+    return torch.cuda.get_device_name() if has_gpu() else "no GPU"
+
+
+def device_warp_size() -> int:
+    """Threads per warp of the GPU here: 64 on AMD's CDNA GPUs, 32 on NVIDIA."""
+    return 64 if is_rocm() else 32
+
+
+def require_capability(major: int, what: str) -> None:
+    """Refuse clearly on a GPU that lacks a feature (e.g. TMA and wgmma need compute capability 9.0)."""
+    require_gpu(what)
+    if not is_rocm() and torch.cuda.get_device_capability()[0] < major:
+        cap = ".".join(map(str, torch.cuda.get_device_capability()))
+        raise RuntimeError(f"{what} needs an NVIDIA GPU of compute capability {major}.0 or newer; "
+                           f"this {gpu_name()} is {cap}")
+
+
+def free_cache() -> None:
+    if has_gpu():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()

@@ -1,1 +1,0 @@
-"""One module per lesson: ``lessonNN.SPEC`` (see ``gluon_course.spec``)."""
