@@ -30,3 +30,82 @@ def require_copy_pair(x, out, *, contiguous: bool = True) -> None:
     if x.numel() > INT32_MAX:
         raise ValueError(f"x has {x.numel()} elements; the course's copies index with 32-bit integers "
                          f"(at most {INT32_MAX}): split the tensor")
+
+
+# What a 2D argument's memory must look like, by name (the launchers pass one of these).
+LAYOUT_NEEDS = {
+    "any": None,
+    "contiguous rows": (1, "contiguous rows (stride(1) == 1)", "copy it with .contiguous() first"),
+    "contiguous columns": (0, "contiguous columns (column-major: stride(0) == 1)",
+                           "make one with torch.empty(N, M, device='cuda').T"),
+    "row-major": (1, "dense row-major strides (N, 1)", "copy it with .contiguous() first"),
+    "column-major": (0, "dense column-major strides (1, M): contiguous columns",
+                     "pass the .T view of a contiguous (N, M) tensor, e.g. torch.empty(N, M, device='cuda').T"),
+}
+
+
+def _require_layout(name: str, t, need: str) -> None:
+    if need not in LAYOUT_NEEDS:
+        raise ValueError(f"unknown layout requirement {need!r}; one of {', '.join(LAYOUT_NEEDS)}")
+    if LAYOUT_NEEDS[need] is None:
+        return
+    axis, what, fix = LAYOUT_NEEDS[need]
+    M, N = t.shape
+    if need in ("row-major", "column-major"):
+        want = (N, 1) if need == "row-major" else (1, M)
+        # Axes of length 1 have no meaningful stride, so only the others must match.
+        wrong = any(size > 1 and got != w for size, got, w in zip(t.shape, t.stride(), want))
+    else:
+        wrong = t.shape[axis] > 1 and t.stride(axis) != 1
+    if wrong:
+        raise ValueError(f"{name} has strides {tuple(t.stride())}; this kernel needs {what} for shape "
+                         f"{tuple(t.shape)}: {fix}")
+
+
+def require_2d_pair(x, out, *, x_layout: str = "any", out_layout: str = "any") -> tuple[int, int]:
+    """``x`` and ``out``: CUDA tensors of one 2D shape and dtype, each laid out as the kernel needs
+    (``LAYOUT_NEEDS``), no two elements of ``out`` at one address, every offset within 32 bits. Returns (M, N)."""
+    require_cuda_tensor("x", x)
+    require_cuda_tensor("out", out)
+    if x.dim() != 2 or out.dim() != 2:
+        raise ValueError(f"x is {x.dim()}D and out is {out.dim()}D; this kernel takes 2D tensors "
+                         "(view a 1D tensor as (1, n))")
+    if x.shape != out.shape:
+        raise ValueError(f"x has shape {tuple(x.shape)} but out has {tuple(out.shape)}; both must have one shape "
+                         "(for a transpose, pass out as the .T view of a (N, M) tensor)")
+    if x.dtype != out.dtype:
+        raise TypeError(f"x is {x.dtype} but out is {out.dtype}; this kernel does not convert, pass out of x's dtype")
+    if any(size > 1 and stride == 0 for size, stride in zip(out.shape, out.stride())):
+        raise ValueError(f"out has a zero stride (strides {tuple(out.stride())}): several of its elements share "
+                         "one address, so the kernel would race; pass a real tensor (e.g. torch.empty_like(x))")
+    _require_layout("x", x, x_layout)
+    _require_layout("out", out, out_layout)
+    for name, t in (("x", x), ("out", out)):
+        last = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+        if last > INT32_MAX:
+            raise ValueError(f"{name}'s last element sits {last} elements from its first; the kernel indexes with "
+                             f"32-bit integers (at most {INT32_MAX}): split the tensor")
+    return tuple(x.shape)
+
+
+def require_power_of_two(name: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1 or value & (value - 1):
+        raise ValueError(f"{name}={value!r} must be a power of two (gl.arange and layouts need one)")
+
+
+def require_interleaved(whole, a, b, whole_name: str = "out") -> None:
+    """``whole`` holds ``a`` and ``b`` interleaved: three contiguous CUDA tensors of one dtype, ``a`` and ``b``
+    1D of one length, ``whole`` 1D of twice that, within 32-bit offsets."""
+    names = (whole_name, "a", "b")
+    for name, t in zip(names, (whole, a, b)):
+        require_cuda_tensor(name, t)
+        if not t.is_contiguous():
+            raise ValueError(f"{name} is not contiguous (strides {tuple(t.stride())}): call .contiguous() first")
+        if t.dtype != whole.dtype:
+            raise TypeError(f"{name} is {t.dtype} but {whole_name} is {whole.dtype}; use one dtype")
+    if a.shape != b.shape or a.dim() != 1:
+        raise ValueError(f"a and b must be 1D of one length, got {tuple(a.shape)} and {tuple(b.shape)}")
+    if whole.shape != (2 * a.numel(),):
+        raise ValueError(f"{whole_name} must be 1D of twice their length ({2 * a.numel()}), got {tuple(whole.shape)}")
+    if whole.numel() > INT32_MAX:
+        raise ValueError(f"{whole_name} has {whole.numel()} elements; the kernels index with 32-bit integers")

@@ -48,8 +48,13 @@ def compiled(mod, target):
 
 def signature_sm_90(mod):
     """Replace with the lesson's machine-code signature (exact counts for the pinned Triton)."""
-    loads = dict(compiled(mod, "sm_90").global_loads())
-    return None if loads == {{"LDG.E.128": 1}} else f"expected one LDG.E.128, found {{loads}}"
+    k = compiled(mod, "sm_90")
+    loads = dict(k.global_loads())
+    if loads != {{"LDG.E.128": 1}}:
+        return f"expected one LDG.E.128, found {{loads}}"
+    if "numel" not in k.compared_arguments():
+        return "numel is never compared: the kernel has no mask at the end of the tensor"
+    return None
 
 
 CHECKS = LessonChecks(
@@ -68,8 +73,8 @@ PLANTS = '''"""Planted mistakes of lesson {number}: each must be rejected by the
 from gluon_course.grading import Plant
 
 PLANTS = [
-    Plant("the mask is dropped: the kernel's loads are no longer provably in bounds",
-          "gl.load(in_ptr + offsets, mask=mask)", "gl.load(in_ptr + offsets)",
+    Plant("the mask is dropped: nothing stops the last program at the end of the tensor",
+          "mask = offsets < numel", "mask = offsets >= 0",
           rejected_by="signature_sm_90"),
 ]
 '''
@@ -77,14 +82,14 @@ PLANTS = [
 
 def _notebook(number: str, title: str, folder: str) -> dict:
     def md(text):
-        return {"cell_type": "markdown", "metadata": {}, "source": text}
+        return {"cell_type": "markdown", "id": "cell-00", "metadata": {}, "source": text}
 
     def code(text):
-        return {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": text}
+        return {"cell_type": "code", "id": "cell-01", "metadata": {}, "execution_count": None, "outputs": [],
+                "source": text}
 
     cells = [md(f"# {number} · {title}\n\nPlanned: this lesson is not written yet."),
-             code(f'from gluon_course import load_starter\nfrom gluon_course.grading.runner import check\n\n'
-                  f'passed = check("{number}")')]
+             code(f'from gluon_course.grading.runner import check\n\npassed = check("{number}")')]
     return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                                         "name": "python3"}},
             "nbformat": 4, "nbformat_minor": 5}

@@ -339,7 +339,7 @@ def _nvidia_resources(k: Compiled) -> dict:
 
 def _amd_resources(text: str) -> dict:
     def field_(name: str) -> int:
-        m = re.search(rf"^\s*\.{name}:\s+(\d+)", text, re.M)
+        m = re.search(rf"^\s*(?:-\s*)?\.{name}:\s+(\d+)", text, re.M)
         return int(m.group(1)) if m else 0
 
     scratch = re.search(r"; ScratchSize: (\d+)", text)
@@ -470,8 +470,14 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
         # MLIR reports a failed pass on the process's stderr (C++), then raises "PassManager::run failed":
         # the sentence worth showing is the first "error:" line of that report.
         text = diagnostics.text
-        first = next((line for line in text.splitlines() if " error: " in line or line.startswith("error:")), "")
+        lines = text.splitlines()
+        at = next((i for i, line in enumerate(lines) if " error: " in line or line.startswith("error:")), None)
+        first = lines[at] if at is not None else ""
         location, _, message = first.rpartition(" error: ") if " error: " in first else ("", "", first)
+        # MLIR may continue the sentence on the next line (before the indented source excerpt).
+        if at is not None and at + 1 < len(lines) and lines[at + 1] and not lines[at + 1][0].isspace() \
+                and not re.match(r"^\S+:\d+:\d+: ", lines[at + 1]):
+            message = f"{message.strip()} {lines[at + 1].strip()}"
         message = message.strip() or str(e).strip().splitlines()[-1]
         if directory and target in AMD_TARGETS:
             _store_failure(directory, key, message, text + str(e))

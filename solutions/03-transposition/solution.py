@@ -13,7 +13,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course.validate import INT32_MAX, require_cuda_tensor
+from gluon_course.validate import require_2d_pair
 from gluon_course.memory.strides import layout_along, unit_stride_axis
 
 # CUDA's grid limits: axis 0 takes up to 2**31 - 1 programs, axes 1 and 2 only 65535 each.
@@ -79,7 +79,7 @@ def plan_copy(shape, in_strides, *, R: int = 4, num_warps: int = 4, block_fast: 
                          f"layout covers (R={R} × {warp_size} lanes × {num_warps} warps)")
     if rows < 1 or rows & (rows - 1):
         raise ValueError(f"rows={rows}: a tile's extent along an axis must be a power of two")
-    ### BEGIN SOLUTION: pick the fast axis from the strides (gluon_course.strides.unit_stride_axis), the layout along it (layout_along), the tile (block_fast along the fast axis, rows along the other) and the program order
+    ### BEGIN SOLUTION: pick the fast axis from the strides (gluon_course.memory.strides.unit_stride_axis), the layout along it (layout_along), the tile (block_fast along the fast axis, rows along the other) and the program order
     fast = unit_stride_axis((M, N), in_strides) if fast_axis is None else fast_axis
     layout = layout_along(fast, 2, R, num_warps, warp_size)
     block = (rows, block_fast) if fast == 1 else (block_fast, rows)
@@ -101,27 +101,6 @@ def require_grid_fits(grid) -> None:
         raise ValueError(f"grid {tuple(grid)} has {len(grid)} axes; a GPU grid has at most 3")
 
 
-def require_2d_copy_pair(x, out) -> None:
-    """Two CUDA tensors of one 2D shape and dtype, with any strides whose offsets fit in 32 bits."""
-    require_cuda_tensor("x", x)
-    require_cuda_tensor("out", out)
-    if x.dim() != 2 or out.dim() != 2:
-        raise ValueError(f"x is {x.dim()}D and out is {out.dim()}D; this copy takes 2D tensors "
-                         "(view a 1D tensor as (1, n), or use lesson 02's tile copy)")
-    if x.shape != out.shape:
-        raise ValueError(f"x has shape {tuple(x.shape)} but out has {tuple(out.shape)}; a copy needs the same shape")
-    if x.dtype != out.dtype:
-        raise TypeError(f"x is {x.dtype} but out is {out.dtype}; this copy does not convert, pass out of x's dtype")
-    if any(size > 1 and stride == 0 for size, stride in zip(out.shape, out.stride())):
-        raise ValueError(f"out has a zero stride (strides {tuple(out.stride())}): several of its elements share "
-                         "one address, so the copy would race; pass a real tensor (e.g. torch.empty_like(x))")
-    for name, t in (("x", x), ("out", out)):
-        last = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
-        if last > INT32_MAX:
-            raise ValueError(f"{name}'s last element sits {last} elements from its first; this copy indexes with "
-                             f"32-bit integers (at most {INT32_MAX}): split the tensor")
-
-
 def launch_plan(plan: CopyPlan, x, out):
     """Launch ``copy_2d_kernel`` as ``plan`` says; the grid is checked against the GPU's limits first."""
     require_grid_fits(plan.grid)
@@ -136,7 +115,7 @@ def copy_2d(x, out, *, R: int = 4, num_warps: int = 4, block_fast: int | None = 
             fast_axis: int | None = None, tiles_first: int | None = None):
     """Copy the 2D tensor ``x`` into ``out`` (same shape and dtype; any strides), with a layout chosen from
     ``x``'s strides. Keyword arguments as in ``plan_copy``."""
-    require_2d_copy_pair(x, out)
+    require_2d_pair(x, out)
     if x.numel() == 0:
         return out
     warp_size = 64 if torch.version.hip else 32

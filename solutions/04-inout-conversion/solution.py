@@ -11,7 +11,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course.validate import INT32_MAX, require_cuda_tensor
+from gluon_course.validate import require_2d_pair, require_power_of_two
 from gluon_course.memory.layouts import block_shape
 
 
@@ -88,36 +88,17 @@ def free_conversion_probe_kernel(out_ptr, BLOCK_M: gl.constexpr, BLOCK_N: gl.con
     gl.store(out_ptr + gl.expand_dims(rows, 1) * BLOCK_N + gl.expand_dims(cols, 0), tile)
 
 
-def _require_strides(name: str, t, want: tuple[int, int], what: str) -> None:
-    # Axes of length 1 have no meaningful stride, so only the others must match.
-    if any(size > 1 and got != expected for size, got, expected in zip(t.shape, t.stride(), want)):
-        raise ValueError(f"{name} has strides {tuple(t.stride())}; this copy needs {what} strides {want} for shape "
-                         f"{tuple(t.shape)}")
-
-
 def _launch(x, out, BLOCK_M, BLOCK_N, load_layout, store_layout, num_warps, GROUP_M=1):
-    require_cuda_tensor("x", x)
-    require_cuda_tensor("out", out)
-    if x.dim() != 2 or x.shape != out.shape:
-        raise ValueError(f"x {tuple(x.shape)} and out {tuple(out.shape)} must be 2D tensors of one shape; "
-                         "for a transpose, pass out as the .T view of a (N, M) tensor (see transpose())")
-    if x.dtype != out.dtype:
-        raise TypeError(f"x is {x.dtype} but out is {out.dtype}; this copy does not convert")
-    M, N = x.shape
-    _require_strides("x", x, (N, 1), "row-major")
-    _require_strides("out", out, (1, M), "column-major")
-    if x.numel() > INT32_MAX:
-        raise ValueError(f"x has {x.numel()} elements; this copy indexes with 32-bit integers (at most {INT32_MAX})")
-    for name, block in (("BLOCK_M", BLOCK_M), ("BLOCK_N", BLOCK_N)):
-        if block & (block - 1):
-            raise ValueError(f"{name}={block} must be a power of two (gl.arange needs one)")
+    M, N = require_2d_pair(x, out, x_layout="row-major", out_layout="column-major")
+    require_power_of_two("BLOCK_M", BLOCK_M)
+    require_power_of_two("BLOCK_N", BLOCK_N)
     for layout in (load_layout, store_layout):
         if any(covered > block for covered, block in zip(block_shape(layout), (BLOCK_M, BLOCK_N))):
             raise ValueError(f"one pass of {layout} covers {block_shape(layout)}, more than the {BLOCK_M} × {BLOCK_N} "
                              "tile: threads would hold copies of the same elements; use a bigger tile or fewer warps")
-    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
     if GROUP_M < 1:
         raise ValueError(f"GROUP_M={GROUP_M}: a group holds at least one tile-row")
+    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
     inout_copy_kernel[grid](x, out, M, N, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, load_layout=load_layout,
                             store_layout=store_layout, GROUP_M=GROUP_M, num_warps=num_warps)
     return out

@@ -89,7 +89,7 @@ def permute_compiled(mod, target):
                           aligned=tuple(TRANSPOSE_SIGNATURE), num_warps=NUM_WARPS)
 
 
-def moved(k) -> dict:
+def movement(k) -> dict:
     """What moves data between threads: shared memory, barriers, shuffles ({opcode: count})."""
     return k.family("shared", "barrier", "shuffle")
 
@@ -168,8 +168,8 @@ def article_example(target):
     def run(mod):
         one_d, sliced = article_pair(target, 1)
         k = same_layout_1d(mod, target, one_d, sliced)
-        if k.shared_bytes or moved(k):
-            return f"the trivial conversion moved data: {moved(k)}, {k.shared_bytes} shared bytes"
+        if k.shared_bytes or movement(k):
+            return f"the trivial conversion moved data: {movement(k)}, {k.shared_bytes} shared bytes"
         one_d, other = article_pair(target, 0)
         try:
             same_layout_1d(mod, target, one_d, other)
@@ -182,8 +182,8 @@ def article_example(target):
 def compiler_agrees_with_hand_written(mod):
     """The compiler, not only our comparison, must see vector_row_layout and its Blocked twin as one layout."""
     k = same_layout_2d(mod, "sm_90", mod.vector_row_layout(TILE, NUM_WARPS, 32), blocked_twin("sm_90"))
-    if k.shared_bytes or moved(k):
-        return f"converting the hand-written layout to its Blocked twin moved data: {moved(k)}"
+    if k.shared_bytes or movement(k):
+        return f"converting the hand-written layout to its Blocked twin moved data: {movement(k)}"
     return None
 
 
@@ -192,7 +192,7 @@ def mma_layouts_coincide(mod):
     v3 = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
     v2 = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[4, 1], instr_shape=[16, 8])
     k = same_layout_2d(mod, "sm_90", v3, v2)
-    return None if not moved(k) else f"the conversion moved data: {moved(k)}"
+    return None if not movement(k) else f"the conversion moved data: {movement(k)}"
 
 
 def _interleave(target):

@@ -9,8 +9,9 @@ land in 32 different banks.
 
 This file holds the kernels of the lesson:
 
-* ``same_layout_1d_kernel`` / ``same_layout_2d_kernel``: compile only when two layouts are the same
-  (``convert_layout(..., assert_trivial=True)``);
+* ``same_layout_1d_kernel`` / ``same_layout_2d_kernel``: compile only when converting between two layouts
+  keeps every element in its lane and warp (``convert_layout(..., assert_trivial=True)``): the conversion is
+  free, which is weaker than the layouts being equal (equal layouts have equal bases);
 * ``interleave_kernel`` / ``deinterleave_kernel``: ``gl.join`` + ``gl.reshape`` and ``gl.reshape`` +
   ``gl.split``, free in the layout the compiler infers;
 * ``permute_transpose_kernel``: ``gl.permute`` on a tile, free, and what that does *not* buy;
@@ -22,7 +23,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course.validate import INT32_MAX, require_cuda_tensor
+from gluon_course.validate import require_2d_pair, require_interleaved
 from gluon_course.memory.layouts import to_linear
 
 # -- 1. Layouts as bases ---------------------------------------------------------------------------
@@ -83,8 +84,11 @@ def transposed(layout, shape=None) -> gl.DistributedLinearLayout:
 
 @gluon.jit
 def same_layout_1d_kernel(out_ptr, N: gl.constexpr, src: gl.constexpr, dst: gl.constexpr):
-    """Compiles only if ``src`` and ``dst`` put every element in the same register of the same lane of the
-    same warp: ``assert_trivial=True`` turns a conversion that would move data into a compile error."""
+    """Compiles only if converting from ``src`` to ``dst`` keeps every element in the same lane of the same
+    warp: ``assert_trivial=True`` turns a conversion that would move data between threads into a compile
+    error. The register that holds an element may change (``src`` and ``dst`` may differ in the order of
+    their register bases), so this proves the conversion free, not the two layouts equal: compare their
+    bases for that."""
     offsets = gl.arange(0, N, layout=src)
     moved = gl.convert_layout(offsets, dst, assert_trivial=True)
     gl.store(out_ptr + moved, moved)
@@ -92,7 +96,8 @@ def same_layout_1d_kernel(out_ptr, N: gl.constexpr, src: gl.constexpr, dst: gl.c
 
 @gluon.jit
 def same_layout_2d_kernel(out_ptr, ROWS: gl.constexpr, COLS: gl.constexpr, src: gl.constexpr, dst: gl.constexpr):
-    """The 2D version: element (i, j) of a [ROWS, COLS] tile, built in ``src``, must already sit in ``dst``."""
+    """The 2D version: element (i, j) of a [ROWS, COLS] tile, built in ``src``, must already sit in the lane
+    and warp that ``dst`` gives it (in any of that thread's registers)."""
     i = gl.arange(0, ROWS, layout=gl.SliceLayout(1, src))
     j = gl.arange(0, COLS, layout=gl.SliceLayout(0, src))
     offsets = i[:, None] * COLS + j[None, :]
@@ -150,7 +155,8 @@ def permute_transpose_kernel(in_ptr, out_ptr, M, N, stride_in, stride_out, TILE:
                              row_layout: gl.constexpr, permuted_layout: gl.constexpr):
     """out[i, j] = in[i, j] with ``in`` row-major and ``out`` column-major, by permuting a tile in registers.
 
-    The permute is free (``assert_trivial`` proves its layout is ``permuted_layout``), but it moves no data:
+    The permute is free (``assert_trivial`` proves that converting its result to ``permuted_layout`` keeps
+    every element in its thread), but it moves no data:
     the lanes that walked along a row of ``in`` now walk along a row of ``out``, which is strided."""
     pid = gl.program_id(0)
     tiles_n = gl.cdiv(N, TILE)
@@ -231,34 +237,10 @@ def _device_warp_size() -> int:
     return 64 if torch.version.hip is not None else 32
 
 
-def _require_transpose_pair(x, out) -> tuple[int, int]:
-    require_cuda_tensor("x", x)
-    require_cuda_tensor("out", out)
-    if x.dim() != 2 or out.dim() != 2:
-        raise ValueError(f"x and out must be 2D (got {x.dim()}D and {out.dim()}D)")
-    if x.shape != out.shape:
-        raise ValueError(f"x has shape {tuple(x.shape)} but out has {tuple(out.shape)}: the copy keeps the shape")
-    if x.dtype != out.dtype:
-        raise TypeError(f"x is {x.dtype} but out is {out.dtype}; pass out of x's dtype")
-    M, N = x.shape
-    if N > 1 and x.stride(1) != 1:
-        raise ValueError(f"x must have contiguous rows (stride(1) == 1), got strides {tuple(x.stride())}; "
-                         "for a column-major x, swap the roles: copy x.t() into out.t()")
-    if M > 1 and out.stride(0) != 1:
-        raise ValueError(f"out must have contiguous columns (stride(0) == 1), got strides {tuple(out.stride())}; "
-                         "make one with torch.empty(N, M, device='cuda').t()")
-    span_in = (M - 1) * x.stride(0) + N
-    span_out = (N - 1) * out.stride(1) + M
-    if max(span_in, span_out) > INT32_MAX:
-        raise ValueError("x or out spans more than 2**31 - 1 elements; the kernels index with 32-bit integers: "
-                         "split the matrix")
-    return M, N
-
-
 def transpose_copy(x, out, config: str = "vector_swizzled", TILE: int = 64, num_warps: int = 4):
     """Copy ``x`` (rows contiguous) into ``out`` (columns contiguous, e.g. ``torch.empty(N, M).t()``) through
     shared memory, with one of ``TRANSPOSES`` as the layouts."""
-    M, N = _require_transpose_pair(x, out)
+    M, N = require_2d_pair(x, out, x_layout="contiguous rows", out_layout="contiguous columns")
     row, column, shared = transpose_layouts(config, TILE, num_warps, _device_warp_size())
     grid = (triton.cdiv(M, TILE) * triton.cdiv(N, TILE),)
     smem_transpose_kernel[grid](x, out, M, N, x.stride(0), out.stride(1), TILE=TILE, row_layout=row,
@@ -270,31 +252,12 @@ def permute_copy(x, out, TILE: int = 64, num_warps: int = 4):
     """The same copy as ``transpose_copy``, with ``gl.permute`` in registers instead of shared memory: each
     warp loads along a row of ``x`` (coalesced) and, since the permute moves nothing, stores along a row
     of ``out``'s storage too, 32 lanes into 32 different columns."""
-    M, N = _require_transpose_pair(x, out)
+    M, N = require_2d_pair(x, out, x_layout="contiguous rows", out_layout="contiguous columns")
     row, _, _ = transpose_layouts("scalar_plain", TILE, num_warps, _device_warp_size())
     grid = (triton.cdiv(M, TILE) * triton.cdiv(N, TILE),)
     permute_transpose_kernel[grid](x, out, M, N, x.stride(0), out.stride(1), TILE=TILE, row_layout=row,
                                    permuted_layout=transposed(row, [TILE, TILE]), num_warps=num_warps)
     return out
-
-
-def _require_pairs(whole, halves: list, names: list[str]):
-    require_cuda_tensor(names[0], whole)
-    for name, t in zip(names[1:], halves):
-        require_cuda_tensor(name, t)
-    for t, name in [(whole, names[0]), *zip(halves, names[1:])]:
-        if not t.is_contiguous():
-            raise ValueError(f"{name} is not contiguous (strides {tuple(t.stride())}): call .contiguous() first")
-        if t.dtype != whole.dtype:
-            raise TypeError(f"{name} is {t.dtype} but {names[0]} is {whole.dtype}; use one dtype")
-    if halves[0].shape != halves[1].shape or halves[0].dim() != 1:
-        raise ValueError(f"{names[1]} and {names[2]} must be 1D of one length, got {tuple(halves[0].shape)} and "
-                         f"{tuple(halves[1].shape)}")
-    if whole.shape != (2 * halves[0].numel(),):
-        raise ValueError(f"{names[0]} must be 1D of twice their length ({2 * halves[0].numel()}), got "
-                         f"{tuple(whole.shape)}")
-    if whole.numel() > INT32_MAX:
-        raise ValueError(f"{names[0]} has {whole.numel()} elements; the kernels index with 32-bit integers")
 
 
 def _pair_block(R: int, num_warps: int, XBLOCK: int, warp_size: int) -> gl.BlockedLayout:
@@ -308,7 +271,7 @@ def _pair_block(R: int, num_warps: int, XBLOCK: int, warp_size: int) -> gl.Block
 def interleave(a, b, out, R: int = 4, XBLOCK: int = 1024, num_warps: int = 4, out_R: int | None = None):
     """out = [a0, b0, a1, b1, ...]. ``out_R`` None stores in the layout join + reshape infer (free); an
     integer asks for ``BlockedLayout([out_R])`` instead, which costs a conversion."""
-    _require_pairs(out, [a, b], ["out", "a", "b"])
+    require_interleaved(out, a, b)
     warp_size = _device_warp_size()
     layout = _pair_block(R, num_warps, XBLOCK, warp_size)
     out_layout = None if out_R is None else gl.BlockedLayout([out_R], [warp_size], [num_warps], [0])
@@ -321,7 +284,7 @@ def interleave(a, b, out, R: int = 4, XBLOCK: int = 1024, num_warps: int = 4, ou
 def deinterleave(x, a, b, R: int = 4, XBLOCK: int = 1024, num_warps: int = 4):
     """a = x[0::2], b = x[1::2]. With R = 1 a pair straddles two lanes, so it is first converted to a layout
     that keeps each pair in one thread (not free); with R ≥ 2 the split is free."""
-    _require_pairs(x, [a, b], ["x", "a", "b"])
+    require_interleaved(x, a, b, whole_name="x")
     warp_size = _device_warp_size()
     layout = _pair_block(R, num_warps, 2 * XBLOCK, warp_size)
     pair_layout = None if R > 1 else gl.BlockedLayout([1, 2], [warp_size, 1], [num_warps, 1], [1, 0])

@@ -106,5 +106,5 @@ def test_occupancy_of_a_compiled_kernel():
     compiled = types.SimpleNamespace(shared_bytes=32_768, registers=32, target="sm_90")
     occ = occupancy_of(compiled, num_warps=8)
     assert (occ.blocks, occ.limited_by, occ.threads_per_block) == (6, "shared memory", 256)
-    with pytest.raises(ValueError, match="no SM limits"):
-        occupancy_of(types.SimpleNamespace(shared_bytes=0, registers=32, target="gfx950"), num_warps=4)
+    with pytest.raises(ValueError, match="no SM/CU limits"):
+        occupancy_of(types.SimpleNamespace(shared_bytes=0, registers=32, target="sm_75"), num_warps=4)
