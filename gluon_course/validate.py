@@ -11,7 +11,7 @@ def require_cuda_tensor(name: str, t) -> None:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.device.type != "cuda":
         raise ValueError(f"{name} is on {t.device}; Gluon kernels run on a GPU: move it with {name}.cuda() "
-                         "(on a machine without a GPU, compile instead: see gluon_course.compile)")
+                         "(on a machine without a GPU, compile instead: see gluon_course.machine)")
 
 
 def require_copy_pair(x, out, *, contiguous: bool = True) -> None:

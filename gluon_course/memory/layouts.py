@@ -120,48 +120,211 @@ def owner_grid(layout, shape, max_cols: int = 32) -> str:
     return "\n".join(lines)
 
 
-def draw(layout, shape, ax=None, title: str | None = None, annotate: bool | None = None):
-    """A picture of the layout: one cell per element, coloured by warp, shaded by lane, labelled lane:register.
+_PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D"]
 
-    Without ``ax`` it draws its own figure and shows it; with ``ax`` it draws there and returns it."""
-    import matplotlib.pyplot as plt
+
+def _owner_table_2d(layout, shape):
+    """``owners`` with a 1D tensor drawn as one row: ``({(row, col): owners}, (rows, cols))``."""
+    table = owners(layout, shape)
+    if len(shape) == 1:
+        return {(0, k[0]): v for k, v in table.items()}, (1, int(shape[0]))
+    return table, (int(shape[0]), int(shape[1]))
+
+
+def _window(crop, rows: int, cols: int) -> tuple[int, int, int, int]:
+    """The cells to draw, ``(row0, row1, col0, col1)``, ends excluded: all of them (``crop=None``), the
+    top-left corner (``crop=(rows, cols)``) or any window (``crop=((row0, row1), (col0, col1))``)."""
+    if crop is None:
+        return 0, rows, 0, cols
+    if isinstance(crop[0], int):
+        return 0, min(rows, crop[0]), 0, min(cols, crop[1])
+    (r0, r1), (c0, c1) = crop
+    return max(0, r0), min(rows, r1), max(0, c0), min(cols, c1)
+
+
+def _span(start: int, stop: int) -> str:
+    return f"{start}–{stop - 1}" if stop - start > 1 else f"{start}"
+
+
+def _words(items) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def sharing(layout, shape) -> str | None:
+    """Where every copy of every element sits, in one sentence; None when no element is held twice.
+
+    A layout is linear, so the positions (warp, lane, register) that hold element 0 are also the offsets
+    between the copies of any other element. When those offsets only add to the copy a picture labels
+    (its lowest warp, lane and register), one sentence names every owner of every element."""
+    linear = to_linear(layout, shape)
+    nw, nt, nr = (1 << len(b) for b in (linear.warp_bases, linear.lane_bases, linear.reg_bases))
+    zero = (0,) * len(linear.shape)
+    kernel = [(w, t, r) for w in range(nw) for t in range(nt) for r in range(nr)
+              if coordinate(linear, r, t, w) == zero]
+    copies = len(kernel)
+    if copies == 1:
+        return None
+    ws, ts, rs = (sorted({k[i] for k in kernel}) for i in range(3))
+    additive = len(ws) * len(ts) * len(rs) == copies and all(
+        set(held) == {(held[0][0] + w, held[0][1] + t, held[0][2] + r) for w in ws for t in ts for r in rs}
+        for held in owners(layout, shape).values())
+    if not additive:
+        return f"×{copies} = {copies} copies of every element, each in its own (warp, lane, register)"
+
+    def which(name, symbol, offsets, count):
+        if len(offsets) == 1:
+            return f"{name} {symbol}"
+        if len(offsets) == count:
+            return f"every {name} (0–{count - 1})"
+        return f"{name}s " + _words([symbol] + [f"{symbol}+{o}" for o in offsets[1:]])
+
+    where = f"{which('register', 'r', rs, nr)} of {which('lane', 't', ts, nt)}"
+    if len(ws) == nw:
+        where += ", in each of warps " + _words(range(nw))
+    elif len(ws) > 1:
+        where += ", in " + which("warp", "w", ws, nw) + " (w: the warp its colour shows)"
+    return f"×{copies} = {copies} copies of every element: {where}, where t:r is the element's label"
+
+
+def _cell_colour(warp: int, lane: int, lanes: int):
+    """The warp's colour, lighter for low lanes and full for the last lane."""
     from matplotlib import colors as mcolors
 
-    table = owners(layout, shape)
-    two_d = tuple(int(s) for s in shape) if len(shape) == 2 else (1, int(shape[0]))
-    if len(shape) == 1:
-        table = {(0, k[0]): v for k, v in table.items()}
-    rows, cols = two_d
-    own_figure = ax is None
-    if own_figure:
-        _, ax = plt.subplots(figsize=(min(14, 0.45 * cols + 1.5), min(10, 0.45 * rows + 1.2)))
-    palette = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D"]
-    lanes = max(t for v in table.values() for _, t, _ in v) + 1
-    if annotate is None:
-        annotate = rows * cols <= 512
-    for (i, j), held in table.items():
-        w, t, r = held[0]
-        base = mcolors.to_rgb(palette[w % len(palette)])
-        shade = 0.55 + 0.45 * (t / max(1, lanes - 1))
-        colour = tuple(1 - (1 - c) * shade for c in base)
-        ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", linewidth=0.6))
-        if annotate:
-            label = f"{t}:{r}" + ("*" if len(held) > 1 else "")
-            ax.text(j + 0.5, i + 0.5, label, ha="center", va="center", fontsize=6 if cols > 16 else 8)
-    ax.set_xlim(0, cols)
-    ax.set_ylim(rows, 0)
+    base = mcolors.to_rgb(_PALETTE[warp % len(_PALETTE)])
+    shade = 0.55 + 0.45 * (lane / max(1, lanes - 1))
+    return tuple(1 - (1 - c) * shade for c in base)
+
+
+def _draw_cells(ax, table, window, lanes: int, annotate: bool, fontsize: float) -> None:
+    """Fill ``ax`` with the cells of ``window``: colour = warp, shade = lane, label = lane:register.
+
+    An element held by several threads gets ``×N`` (its number of copies) under its label, and when the
+    copies sit in several warps, stripes in those warps' colours (the whole cell when unlabelled, a band
+    at its foot when labelled). Labelled cells also get a dark line where one thread's elements end."""
+    from matplotlib.patches import Rectangle
+
+    r0, r1, c0, c1 = window
+    for i in range(r0, r1):
+        for j in range(c0, c1):
+            held = table[(i, j)]
+            w, t, r = held[0]
+            ax.add_patch(Rectangle((j, i), 1, 1, facecolor=_cell_colour(w, t, lanes), edgecolor="white",
+                                   linewidth=0.6))
+            warps = sorted({o[0] for o in held})
+            if len(warps) > 1:
+                top, height = (i + 0.8, 0.2) if annotate else (i, 1.0)
+                for k, ow in enumerate(warps):
+                    ax.add_patch(Rectangle((j + k / len(warps), top), 1 / len(warps), height, linewidth=0,
+                                           facecolor=_cell_colour(ow, t, lanes)))
+            if not annotate:
+                continue
+            if len(held) == 1:
+                ax.text(j + 0.5, i + 0.5, f"{t}:{r}", ha="center", va="center", fontsize=fontsize)
+            else:
+                ax.text(j + 0.5, i + 0.32, f"{t}:{r}", ha="center", va="center", fontsize=fontsize)
+                ax.text(j + 0.5, i + 0.62, f"×{len(held)}", ha="center", va="center", fontsize=0.8 * fontsize)
+    if annotate:                 # the borders between threads: where the first owner changes
+        for i in range(r0, r1):
+            for j in range(c0, c1):
+                here = table[(i, j)][0][:2]
+                if j + 1 < c1 and table[(i, j + 1)][0][:2] != here:
+                    ax.plot([j + 1, j + 1], [i, i + 1], color="#303030", linewidth=1.2)
+                if i + 1 < r1 and table[(i + 1, j)][0][:2] != here:
+                    ax.plot([j, j + 1], [i + 1, i + 1], color="#303030", linewidth=1.2)
+    ax.set_xlim(c0, c1)
+    ax.set_ylim(r1, r0)
     ax.set_aspect("equal")
     ax.set_xticks([])
     ax.set_yticks([])
-    warps = sorted({held[0][0] for held in table.values()})
-    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[w % len(palette)]) for w in warps]
-    ax.legend(handles, [f"warp {w}" for w in warps], loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    ax.set_title(title or f"{_short(layout)} on {list(shape)}  (label lane:register; * = held by several)",
-                 fontsize=9)
+
+
+def _warp_handles(table):
+    """Legend entries for every warp that holds some element (a broadcast element counts all its owners)."""
+    import matplotlib.pyplot as plt
+
+    warps = sorted({w for held in table.values() for w, _, _ in held})
+    return [plt.Rectangle((0, 0), 1, 1, color=_PALETTE[w % len(_PALETTE)]) for w in warps], [f"warp {w}" for w in warps]
+
+
+def draw(layout, shape, ax=None, title: str | None = None, annotate: bool | None = None, crop=None):
+    """A picture of the layout: one cell per element, coloured by warp, shaded by lane, labelled lane:register.
+
+    An element that several threads hold shows its first owner (lowest warp, lane, register) and ``×N``,
+    its number of copies; the note under the picture says where every copy sits. ``crop`` draws only part
+    of the tensor (see ``_window``). Without ``ax`` it draws its own figure and shows it; with ``ax`` it
+    draws there and returns it."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+
+    table, (rows, cols) = _owner_table_2d(layout, shape)
+    window = _window(crop, rows, cols)
+    wrows, wcols = window[1] - window[0], window[3] - window[2]
+    own_figure = ax is None
+    fontsize = 6 if wcols > 16 else 8
+    if own_figure:       # cells of 0.34 inch (34 pixels at 100 dpi) where the picture fits in 7 × 10 inches
+        cell = min(0.34, 7.0 / wcols, 10.0 / wrows)
+        fontsize = max(5.0, 7.5 * cell / 0.34)
+        _, ax = plt.subplots(figsize=(cell * wcols + 1.6, cell * wrows + 1.0))
+    lanes = max(t for v in table.values() for _, t, _ in v) + 1
+    if annotate is None:
+        annotate = wrows * wcols <= 512
+    _draw_cells(ax, table, window, lanes, annotate, fontsize)
+    ax.legend(*_warp_handles(table), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    shared = sharing(layout, shape)
+    where = "" if crop is None else f", rows {_span(*window[:2])}, columns {_span(*window[2:])}"
+    ax.set_title(title or f"{_short(layout)} on {list(shape)}{where}  (label lane:register"
+                 + ("; ×N: held N times)" if shared else ")"), fontsize=9)
+    if shared and annotate:
+        ax.set_xlabel(textwrap.fill(shared, 70), fontsize=8)
     if own_figure:           # a notebook cell shows the picture and prints nothing else
         plt.show()
         return None
     return ax
+
+
+def draw_with_crop(layout, shape, crop=(16, 16), title: str | None = None, cell_inches: float = 0.34):
+    """The whole tensor (colour: warp, shade: lane) beside a crop large enough to label, lane:register.
+
+    ``crop`` as in ``draw``, outlined on the whole tensor. Each cell of the crop is ``cell_inches`` wide:
+    a 16-column crop and its overview make a picture about 750 pixels wide at 100 dpi, the width of a
+    book page, so the labels are read at the size they are drawn. Shows the figure."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    table, (rows, cols) = _owner_table_2d(layout, shape)
+    window = _window(crop, rows, cols)
+    wrows, wcols = window[1] - window[0], window[3] - window[2]
+    crop_w, crop_h = wcols * cell_inches, wrows * cell_inches
+    cell = min(crop_h / rows, 2.4 / cols)       # the whole tensor: as tall as the crop, at most 2.4 inches wide
+    whole_w, whole_h = cols * cell, rows * cell
+    shared = sharing(layout, shape)
+    # Every size in inches: margins, the two pictures side by side, the title above, legend and note below.
+    left, gap, right, top, bottom = 0.15, 0.45, 0.15, 0.65, 0.45 + (0.5 if shared else 0)
+    height = max(crop_h, whole_h)
+    fig_w, fig_h = left + whole_w + gap + crop_w + right, top + height + bottom
+    fig = plt.figure(figsize=(fig_w, fig_h))
+    whole = fig.add_axes((left / fig_w, (bottom + height - whole_h) / fig_h, whole_w / fig_w, whole_h / fig_h))
+    zoom = fig.add_axes(((left + whole_w + gap) / fig_w, (bottom + height - crop_h) / fig_h, crop_w / fig_w,
+                         crop_h / fig_h))
+    lanes = max(t for v in table.values() for _, t, _ in v) + 1
+    _draw_cells(whole, table, (0, rows, 0, cols), lanes, annotate=False, fontsize=6)
+    whole.add_patch(Rectangle((window[2], window[0]), wcols, wrows, fill=False, edgecolor="black", linewidth=1.8))
+    whole.set_title(f"whole, {rows} × {cols}" if len(shape) == 2 else f"whole, {cols}", fontsize=8)
+    _draw_cells(zoom, table, window, lanes, annotate=True, fontsize=7.5 if cell_inches >= 0.3 else 6)
+    zoom.set_title(f"rows {_span(*window[:2])}, columns {_span(*window[2:])}, labelled lane:register", fontsize=8)
+    handles, labels = _warp_handles(table)
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, (bottom - 0.4) / fig_h),
+               ncol=len(labels), fontsize=8, frameon=False)
+    if shared:
+        if any(len({o[0] for o in held}) > 1 for held in table.values()):
+            shared += "; the stripes show the warps that hold copies"
+        fig.text(0.5, 0.05 / fig_h, textwrap.fill(shared, int(15 * fig_w)), ha="center", va="bottom", fontsize=8)
+    fig.suptitle(title or f"{_short(layout)} on {list(shape)}", fontsize=9, y=1 - 0.12 / fig_h, va="top")
+    plt.show()
 
 
 def _short(layout) -> str:

@@ -40,3 +40,26 @@ def tile_copy(x, out, R: int = 4, XBLOCK: int = 2048, num_warps: int = 4):
     grid = (triton.cdiv(x.numel(), XBLOCK),)
     tile_copy_kernel[grid](x, out, x.numel(), XBLOCK=XBLOCK, layout=layout, num_warps=num_warps)
     return out
+
+
+# ---- reduction demo (notebook section) ----
+# Not an exercise: the notebook compiles this kernel with each layout below and counts what gl.sum costs.
+@gluon.jit
+def row_sum_kernel(in_ptr, out_ptr, ROWS: gl.constexpr, COLS: gl.constexpr, layout: gl.constexpr):
+    """out[i] = the sum of row i of a row-major ROWS x COLS tile, the tile held in ``layout``."""
+    # Row and column indices in the two slices of the tile's layout, so that they broadcast into it.
+    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, COLS, layout=gl.SliceLayout(0, layout))
+    tile = gl.load(in_ptr + gl.expand_dims(rows, 1) * COLS + gl.expand_dims(cols, 0))
+    # One sum per row. Where the additions happen (in a thread, between lanes, between warps) is decided
+    # by where `layout` puts the 16 elements of a row, not by this line.
+    gl.store(out_ptr + rows, gl.sum(tile, axis=1))
+
+
+# A 128 x 16 tile with 4 warps, 16 values per thread in every case; only the place of a row changes.
+ROW_SUM_SHAPE = (128, 16)
+ROW_SUM_LAYOUTS = {
+    "row in one thread": gl.BlockedLayout([1, 16], [32, 1], [4, 1], [1, 0]),
+    "row across 4 lanes": gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0]),
+    "row across 4 warps": gl.BlockedLayout([1, 4], [32, 1], [1, 4], [1, 0]),
+}

@@ -312,7 +312,7 @@ NCU_PREDICTED = {"row": 32.0, "chosen": 4.0}   # checked on the CPU by predicts_
 
 
 def ncu_launch(module_file: str, which: str) -> None:
-    """The profiled process (see gluon_course.ncu): ONE launch of the lesson module's copy on x.T."""
+    """The profiled process (see gluon_course.measure.ncu): ONE launch of the lesson module's copy on x.T."""
     import torch
 
     from gluon_course.course import load_module_file

@@ -406,7 +406,7 @@ def ncu_launch(path: str, config: str) -> None:
 
 
 def profile_shared(mod, config: str) -> dict[str, float]:
-    """Nsight Compute on one launch of ``mod.transpose_copy`` with ``config`` (gluon_course.ncu's runner)."""
+    """Nsight Compute on one launch of ``mod.transpose_copy`` with ``config`` (gluon_course.measure.ncu)."""
     from gluon_course.measure import ncu
 
     return ncu.profile_launch(f"{__file__}:ncu_launch", [mod.__file__, config],
