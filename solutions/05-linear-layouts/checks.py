@@ -314,7 +314,7 @@ def transposes_exact(mod):
         for make_input, out_strides, what in ((None, column_major, "contiguous"),
                                               (padded_rows, padded_columns, "odd strides")):
             problem = check_copy(lambda x, out: mod.transpose_copy(x, out, config), shapes=ODD_SHAPES_2D,
-                                 make_input=big_square, out_strides=out_strides)
+                                 make_input=make_input, out_strides=out_strides)
             if problem:
                 return f"{config}, {what}: {problem}"
     return None
@@ -322,7 +322,7 @@ def transposes_exact(mod):
 
 def permute_copy_exact(mod):
     for make_input, out_strides, what in ((None, column_major, "contiguous"), (padded_rows, padded_columns, "odd strides")):
-        problem = check_copy(lambda x, out: mod.permute_copy(x, out), shapes=ODD_SHAPES_2D, make_input=big_square,
+        problem = check_copy(lambda x, out: mod.permute_copy(x, out), shapes=ODD_SHAPES_2D, make_input=make_input,
                              out_strides=out_strides)
         if problem:
             return f"{what}: {problem}"
