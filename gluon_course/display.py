@@ -18,6 +18,24 @@ def show_source(obj) -> None:
     print("\n".join(line for line in lines if not (BEGIN.match(line) or END.match(line))))
 
 
+def show_diff(before, after, context: int = 2) -> None:
+    """What changed from one version of a kernel to the next, as a unified diff of the two functions' source
+    (read from their files: one source of truth). ``before``/``after`` are kernels or functions."""
+    import difflib
+
+    from .grading.starters import BEGIN, END
+
+    def lines(obj):
+        fn = getattr(getattr(obj, "fn", obj), "fn", getattr(obj, "fn", obj))
+        text = textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines()
+        return [line for line in text if not (BEGIN.match(line) or END.match(line))], inspect.getsourcefile(fn)
+
+    (a, a_file), (b, b_file) = lines(before), lines(after)
+    name = lambda path: "/".join(path.replace("\\", "/").split("/")[-2:])  # noqa: E731
+    diff = difflib.unified_diff(a, b, fromfile=name(a_file), tofile=name(b_file), n=context, lineterm="")
+    print("\n".join(diff) or "(no difference)")
+
+
 def table(rows: list[list], headers: list[str]) -> None:
     """A plain-text table (what nbval compares, and what reads well on the website)."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
@@ -49,6 +67,29 @@ def bandwidth_chart(shown: dict, title: str, ceiling_label: str = "device copy (
                 va="bottom", fontsize=9)
     ax.set_ylabel("TB/s (read + write)")
     ax.set_ylim(0, ceiling * 1.18)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    plt.show()
+
+
+def tflops_chart(bars: dict, title: str, library: float | None = None, library_label: str = "cuBLAS (same run)"):
+    """Bars of TFLOPS (``{label: tflops}``, earlier versions first), with the library's figure drawn across."""
+    import matplotlib.pyplot as plt
+
+    labels, values = list(bars), list(bars.values())
+    fig, ax = plt.subplots(figsize=(max(5, 1.0 * len(labels) + 2), 3.4))
+    colours = ["#9DB7D5"] * (len(labels) - 1) + ["#4C78A8"]
+    drawn = ax.bar(labels, values, color=colours)
+    top = max(values + ([library] if library else []))
+    if library:
+        ax.axhline(library, color="#E45756", linestyle="--", linewidth=1.5)
+        ax.text(-0.4, library, f" {library_label}: {library:.0f}", va="bottom", ha="left", color="#E45756",
+                fontsize=9)
+    for bar, value in zip(drawn, values):
+        note = f"{value:.0f}" + (f"\n{100 * value / library:.0f}%" if library else "")
+        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), note, ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("TFLOPS")
+    ax.set_ylim(0, top * 1.25)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     plt.show()

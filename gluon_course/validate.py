@@ -109,3 +109,34 @@ def require_interleaved(whole, a, b, whole_name: str = "out") -> None:
         raise ValueError(f"{whole_name} must be 1D of twice their length ({2 * a.numel()}), got {tuple(whole.shape)}")
     if whole.numel() > INT32_MAX:
         raise ValueError(f"{whole_name} has {whole.numel()} elements; the kernels index with 32-bit integers")
+
+
+MATMUL_DTYPES = (torch.bfloat16, torch.float16)
+
+
+def require_matmul_args(a, b, c) -> tuple[int, int, int]:
+    """The course's GEMM contract: ``a`` (M×K), ``b`` (K×N) and ``c`` (M×N) CUDA tensors, bf16 or fp16, one dtype,
+    each with unit stride along its rows (row-major; any row stride), offsets within 32 bits. Returns (M, N, K)."""
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        require_cuda_tensor(name, t)
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be a matrix, got {t.dim()} dimensions")
+    if a.dtype not in MATMUL_DTYPES:
+        raise TypeError(f"a is {a.dtype}; the course's GEMMs take torch.bfloat16 or torch.float16: convert with "
+                        ".to(torch.bfloat16)")
+    if b.dtype != a.dtype or c.dtype != a.dtype:
+        raise TypeError(f"a, b and c must share one dtype, got {a.dtype}, {b.dtype} and {c.dtype}")
+    M, K = a.shape
+    K2, N = b.shape
+    if K2 != K:
+        raise ValueError(f"a is {M}×{K} but b is {K2}×{N}: b needs K = {K} rows, one for each column of a")
+    if tuple(c.shape) != (M, N):
+        raise ValueError(f"c is {tuple(c.shape)} but a·b is ({M}, {N})")
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        if t.shape[1] > 1 and t.stride(1) != 1:
+            raise ValueError(f"{name} has strides {tuple(t.stride())}; the kernel needs unit stride along its rows "
+                             f"(row-major): pass {name}.contiguous()")
+        last = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+        if last > INT32_MAX:
+            raise ValueError(f"{name} spans {last} elements; the kernel indexes with 32-bit integers: split it")
+    return M, N, K
