@@ -1,0 +1,125 @@
+"""One launch in a fresh process, under a time limit and optionally under compute-sanitizer.
+
+A pipelined kernel with a barrier bug does not fail: it waits forever. Run in the notebook's or the grader's own
+process, it would hang the learner's session (and CI). ``run_isolated`` runs a function of a lesson file
+(``path/to/file.py:function``, called with string arguments) in a child process, kills it after ``timeout``
+seconds and says so in a sentence. With ``tool`` set it runs under NVIDIA's compute-sanitizer
+(memcheck: out-of-bounds and misaligned accesses; racecheck: shared-memory races; synccheck: barrier misuse).
+
+    >>> sanitizer_check("solutions/12-gemm-v2-shared-memory/checks.py:small_launch", [solution_file],
+    ...                 tools=("memcheck", "racecheck", "synccheck"))      # None: clean
+
+Run as a module, this file is the child process: ``python -m gluon_course.measure.isolated file.py:function args``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+class SanitizerUnavailable(RuntimeError):
+    """compute-sanitizer is not installed here (it ships with the CUDA toolkit)."""
+
+
+@dataclass
+class IsolatedRun:
+    returncode: int | None      # None: killed at the time limit
+    output: str                 # stdout and stderr together
+    seconds: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+def find_sanitizer() -> str | None:
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for folder in filter(None, [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]):
+        candidate = Path(folder) / "bin" / "compute-sanitizer"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def run_isolated(target: str, args=(), *, timeout: float, tool: str | None = None) -> IsolatedRun:
+    """Run ``target`` (``file.py:function``) with ``args`` in a child process; kill it after ``timeout`` s."""
+    import time
+
+    from ..course import repo_root
+
+    command = [sys.executable, "-m", "gluon_course.measure.isolated", target, *map(str, args)]
+    if tool is not None:
+        if tool not in TOOLS:
+            raise ValueError(f"unknown compute-sanitizer tool {tool!r}; one of {', '.join(TOOLS)}")
+        sanitizer = find_sanitizer()
+        if sanitizer is None:
+            raise SanitizerUnavailable("compute-sanitizer is not on PATH (nor in $CUDA_HOME/bin): it ships with the "
+                                       "CUDA toolkit; install that or add its bin folder to PATH")
+        command = [sanitizer, "--tool", tool, "--error-exitcode", "86", "--target-processes", "all", *command]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))}
+    started = time.monotonic()
+    # A new session, so that a kill reaches the whole process group (the sanitizer and Python under it).
+    child = subprocess.Popen(command, cwd=repo_root(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, start_new_session=True)
+    try:
+        output, _ = child.communicate(timeout=timeout)
+        return IsolatedRun(child.returncode, output, time.monotonic() - started)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        output, _ = child.communicate()
+        return IsolatedRun(None, output or "", time.monotonic() - started)
+
+
+def _summary(run: IsolatedRun, what: str, timeout: float) -> str | None:
+    if run.timed_out:
+        return (f"{what} did not finish within {timeout:.0f} s: the kernel may be waiting for a barrier or a copy "
+                "that never completes (a phase that never flips, a missing commit or wait); it was killed")
+    if run.returncode == 0:
+        return None
+    lines = [line.strip() for line in run.output.splitlines() if line.strip()]
+    errors = [line for line in lines if "ERROR SUMMARY" in line or line.startswith("========= Invalid")
+              or "Race reported" in line or "Barrier error" in line or "Error:" in line]
+    detail = "; ".join(dict.fromkeys(errors[:3])) or (lines[-1] if lines else f"exit status {run.returncode}")
+    return f"{what} failed: {detail}"
+
+
+def check_isolated(target: str, args=(), timeout: float = 120) -> str | None:
+    """None when one launch in a child process finishes in time and cleanly; else one sentence."""
+    return _summary(run_isolated(target, args, timeout=timeout), "the launch", timeout)
+
+
+def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 300) -> str | None:
+    """Run ``target`` under each compute-sanitizer tool in turn: None when all are clean, else one sentence."""
+    for tool in tools:
+        run = run_isolated(target, args, timeout=timeout, tool=tool)
+        problem = _summary(run, f"compute-sanitizer --tool {tool}", timeout)
+        if problem:
+            return problem
+        if "ERROR SUMMARY: 0 errors" not in run.output and "RACECHECK SUMMARY: 0 hazards" not in run.output:
+            return f"compute-sanitizer --tool {tool} printed no summary; its output ended: {run.output[-300:]}"
+    return None
+
+
+def main(argv: list[str]) -> int:
+    if not argv or ":" not in argv[0]:
+        print("usage: python -m gluon_course.measure.isolated path/to/file.py:function [args...]", file=sys.stderr)
+        return 2
+    path, function = argv[0].rsplit(":", 1)
+    from ..course import load_module_file
+
+    getattr(load_module_file(path), function)(*argv[1:])
+    return 0
+
+
+if __name__ == "__main__":
+    # A normal exit: compute-sanitizer finishes its checks when the CUDA context is torn down at exit.
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,37 @@
+"""gluon_course.measure.isolated: one launch in a child process, with a time limit (no GPU needed to test it)."""
+import pytest
+
+from gluon_course.measure import isolated
+
+
+def _file(tmp_path):
+    path = tmp_path / "work.py"
+    path.write_text("import time, sys\n"
+                    "def fine(n):\n    print('ran', n)\n"
+                    "def hang():\n    time.sleep(60)\n"
+                    "def crash():\n    raise RuntimeError('device-side assert triggered')\n")
+    return path
+
+
+def test_a_clean_run_returns_none(tmp_path):
+    assert isolated.check_isolated(f"{_file(tmp_path)}:fine", ["3"], timeout=60) is None
+    run = isolated.run_isolated(f"{_file(tmp_path)}:fine", ["3"], timeout=60)
+    assert run.returncode == 0 and "ran 3" in run.output
+
+
+def test_a_hang_is_killed_and_explained(tmp_path):
+    problem = isolated.check_isolated(f"{_file(tmp_path)}:hang", timeout=3)
+    assert "did not finish within 3 s" in problem and "barrier" in problem
+
+
+def test_a_crash_is_one_sentence(tmp_path):
+    problem = isolated.check_isolated(f"{_file(tmp_path)}:crash", timeout=60)
+    assert problem.startswith("the launch failed") and "\n" not in problem
+
+
+def test_unknown_tool_and_missing_sanitizer(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="unknown compute-sanitizer tool"):
+        isolated.run_isolated(f"{_file(tmp_path)}:fine", timeout=5, tool="nope")
+    monkeypatch.setattr(isolated, "find_sanitizer", lambda: None)
+    with pytest.raises(isolated.SanitizerUnavailable, match="CUDA toolkit"):
+        isolated.run_isolated(f"{_file(tmp_path)}:fine", timeout=5, tool="memcheck")
