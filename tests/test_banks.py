@@ -191,3 +191,68 @@ def test_one_wavefront_rule_for_layouts_and_ptx():
     same_bank = [4 * 32 * lane for lane in range(32)]
     assert wavefronts(same_bank, 4) == 32 and extra_wavefronts(same_bank, 4) == 31
     assert wavefronts([16 * lane for lane in range(32)], 16) == 4 and extra_wavefronts([16 * lane for lane in range(32)], 16) == 0
+
+
+# -- ldmatrix: 8 row addresses per 8 × 8 matrix, served together ----------------------------------------
+
+from gluon_course.memory.banks import ldmatrix_rows, ldmatrix_wavefronts
+
+
+def test_ldmatrix_rows_of_a_plain_tile_are_eight_consecutive_rows():
+    rows = ldmatrix_rows(PLAIN, [16, 32])                   # 16-bit elements: a row of 32 is 64 bytes
+    assert len(rows) == 2 * 4                                # 2 blocks of 8 rows × 4 pieces of 16 bytes
+    assert rows[(0, 0)] == [64 * r for r in range(8)]
+    assert rows[(8, 16)] == [64 * r + 32 for r in range(8, 16)]
+
+
+def test_plain_layouts_conflict_by_row_length():
+    # 64-byte rows: two rows per 128-byte line of banks, 4 rows of a matrix per bank group
+    a = ldmatrix_wavefronts(PLAIN, [128, 32])
+    assert (a.matrices, a.per_matrix, a.wavefronts_per_instruction, a.conflicts) == (64, {4: 64}, 16, 3)
+    # 128-byte rows: every row starts in bank 0, an 8-way conflict
+    b = ldmatrix_wavefronts(PLAIN, [32, 64])
+    assert (b.per_matrix, b.wavefronts_per_instruction) == ({8: 32}, 32)
+
+
+def test_nvmma_swizzles_make_every_matrix_one_wavefront():
+    for shape in ([128, 32], [32, 64], [64, 128]):
+        layout = gl.NVMMASharedLayout.get_default_for(shape, gl.bfloat16)
+        access = ldmatrix_wavefronts(layout, shape)
+        assert access.wavefronts_per_instruction == access.ideal_per_instruction == 4, (shape, str(access))
+    # the 64-byte NVMMA swizzle of a 32-wide bf16 tile is SwizzledSharedLayout(8, 2, 4)
+    assert shared_offsets(gl.NVMMASharedLayout(64, 16), [128, 32]) == shared_offsets(
+        gl.SwizzledSharedLayout(8, 2, 4, [1, 0]), [128, 32])
+
+
+def test_ldmatrix_needs_whole_16_byte_rows():
+    with pytest.raises(ValueError, match="splits the 16-byte rows"):
+        ldmatrix_wavefronts(gl.SwizzledSharedLayout(1, 1, 8, [1, 0]), [32, 64])
+    with pytest.raises(ValueError, match="16-bit"):
+        ldmatrix_wavefronts(PLAIN, [32, 64], element_bytes=4)
+
+
+def test_ldmatrix_of_a_column_major_tile_reads_along_the_columns():
+    # order [0, 1]: rows are contiguous down axis 0, so the 8 "rows" of a matrix are 8 consecutive columns
+    rows = ldmatrix_rows(gl.SwizzledSharedLayout(1, 1, 1, [0, 1]), [32, 16])
+    assert rows[(0, 0)] == [64 * c for c in range(8)]
+
+
+LDMATRIX_PTX = """
+    mov.u32     %r1, %tid.x;
+    and.b32     %r2, %r1, 7;
+    shl.b32     %r3, %r2, 7;
+    mov.b32     %r5, global_smem;
+    add.s32     %r6, %r5, %r3;
+    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r6];
+    ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r14, %r15, %r16, %r17}, [%r6+16];
+"""
+
+
+def test_the_ptx_reader_evaluates_ldmatrix_addresses_on_request():
+    # by default ldmatrix is recorded but not analysed (what lesson 04's bank_report counts on)
+    assert [a.addresses for a in shared_accesses(LDMATRIX_PTX, threads=32)] == [None, None]
+    plain, trans = shared_accesses(LDMATRIX_PTX, threads=32, ldmatrix=True)
+    assert (plain.kind, plain.width, plain.addresses[:3]) == ("ldmatrix", 16, [0, 128, 256])
+    assert trans.addresses[:2] == [16, 144]
+    # rows 128 bytes apart: each group of 8 lanes asks one bank group for 8 rows
+    assert wavefronts(plain.addresses, 16) == 32

@@ -5,6 +5,7 @@ import pytest
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 from gluon_course.grading import CourseTarget, Expectation, records
 from gluon_course.grading.starters import MarkerError, make_starter
@@ -170,3 +171,44 @@ def test_opcode_families_cover_every_target():
 def test_compared_arguments_read_the_mask_from_ttgir():
     k = _compile("sm_90", 4)
     assert k.compared_arguments() == {"numel"}
+
+
+@gluon.jit
+def _tma_tile_copy(in_desc, out_ptr):
+    # One TMA load of a 64×64 tile into shared memory, then a plain store: enough to see UTMALDG and SYNCS.
+    smem = gl.allocate_shared_memory(in_desc.dtype, in_desc.block_shape, in_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, in_desc.block_type.nbytes)
+    tma.async_load(in_desc, [0, 0], bar, smem)
+    mbarrier.wait(bar, 0)
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    rows = gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, 64, layout=gl.SliceLayout(0, layout))
+    gl.store(out_ptr + gl.expand_dims(rows, 1) * 64 + gl.expand_dims(cols, 0), smem.load(layout))
+
+
+def test_tensor_descriptor_arguments_compile_without_a_gpu():
+    layout = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    spelled = gc.tensor_descriptor_type("bf16", [64, 64], layout)
+    assert spelled == f"tensordesc<bf16[64,64],{layout!r}>" and "swizzle_byte_width=128" in spelled
+    k = gc.compile_kernel(_tma_tile_copy, "sm_90", signature={"in_desc": spelled, "out_ptr": "*bf16"},
+                          aligned=["out_ptr"])
+    assert k.count("UTMALDG.2D") == 1 and k.count("SYNCS.ARRIVE.TRANS64") == 1
+    assert not k.global_loads()
+
+
+@gluon.jit
+def _gap_in_helper():
+    gl.static_assert(False, "lesson 99, gap 1 not yet implemented: inside a helper")
+
+
+@gluon.jit
+def _calls_helper(ptr):
+    _gap_in_helper()
+
+
+def test_compile_error_inside_a_called_jit_function_keeps_its_message():
+    with pytest.raises(gc.CompileFailed) as info:
+        gc.compile_kernel(_calls_helper, "sm_90", signature={"ptr": "*fp32"})
+    assert info.value.message == "lesson 99, gap 1 not yet implemented: inside a helper"

@@ -68,14 +68,16 @@ def readme_table(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
         if spec.planned:
             lines.append(f"| {number} | {the.title} | {spec.teaches} | {targets} | planned: not written yet |")
             continue
-        cells = []
+        cells, recorded = [], False
         for fig in spec.figures:
             if fig.headline:
                 entry = data["figures"].get(records.figure_key(number, fig.key))
                 cells.append(_figure_cell(fig, entry))
                 if entry:
+                    recorded = True
                     stamps.add((entry["triton"], entry["torch"].split("+")[0], entry["date"]))
-        lines.append(f"| {number} | {the.title} | {spec.teaches} | {targets} | {'; '.join(cells) or '—'} |")
+        status = "; ".join(cells) if recorded else "written; not recorded on a GPU yet"
+        lines.append(f"| {number} | {the.title} | {spec.teaches} | {targets} | {status or '—'} |")
     lines.append("")
     if stamps:
         lines.append("Recorded with " + "; ".join(f"Triton {t}, torch {p}, {d}" for t, p, d in sorted(stamps))

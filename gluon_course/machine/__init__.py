@@ -5,8 +5,10 @@
                  shared / LDS bytes, and the TTGIR (``Compiled.ttgir``) with what it compares
 - ``occupancy``  blocks per SM (NVIDIA) or workgroups per CU (AMD) from what a compile reports
 """
-from .compile import ASSERT_TRIVIAL_REFUSED, BackendMissing, CompileFailed, Compiled, compile_cached, compile_kernel
+from .compile import (ASSERT_TRIVIAL_REFUSED, BackendMissing, CompileFailed, Compiled, compile_cached, compile_kernel,
+                      tensor_descriptor_type)
 from .targets import AMD_TARGETS, NVIDIA_TARGETS, OPCODES, TARGETS, opcode_pattern, target_named, warp_size
 
-__all__ = ["ASSERT_TRIVIAL_REFUSED", "BackendMissing", "CompileFailed", "Compiled", "compile_cached", "compile_kernel", "AMD_TARGETS",
+__all__ = ["ASSERT_TRIVIAL_REFUSED", "BackendMissing", "CompileFailed", "Compiled", "compile_cached", "compile_kernel",
+           "tensor_descriptor_type", "AMD_TARGETS",
            "NVIDIA_TARGETS", "OPCODES", "TARGETS", "opcode_pattern", "target_named", "warp_size"]

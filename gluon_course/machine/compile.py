@@ -82,7 +82,8 @@ def _frontend_location(error, source) -> str:
 
 _SASS_LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*(?:/\*.*\*/)?\s*$")
 _PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
-_BRANCH_TARGET = re.compile(r"\b(?:BRA|BRX)(?:\.[A-Z0-9]+)*\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))")
+# sm_100 writes a uniform branch's predicate as an operand: "BRA.U !UP0, 0xfe0".
+_BRANCH_TARGET = re.compile(r"\b(?:BRA|BRX)(?:\.[A-Z0-9]+)*\s+(?:!?U?P[T0-9]+,\s*)?(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))")
 
 
 @dataclass
@@ -349,11 +350,20 @@ def _amd_resources(text: str) -> dict:
             "spill_bytes": int(scratch.group(1)) if scratch else field_("private_segment_fixed_size")}
 
 
+def tensor_descriptor_type(dtype: str, block_shape, layout) -> str:
+    """The signature type of a TMA tensor-descriptor argument, spelled as a launch spells it
+    (``TensorDescriptor.__mangle__`` in triton/experimental/gluon/nvidia/hopper.py) and as
+    ``triton.language.str_to_ty`` reads it back, the shared layout included:
+    ``tensor_descriptor_type("bf16", [128, 64], layout)`` → ``"tensordesc<bf16[128,64],NVMMASharedLayout(...)>"``."""
+    return f"tensordesc<{dtype}[{','.join(str(int(s)) for s in block_shape)}],{layout!r}>"
+
+
 def compile_kernel(kernel, target: str = "sm_90", *, signature: dict, constexprs: dict | None = None,
                    aligned: list[str] | tuple[str, ...] = (), num_warps: int = 4, **options) -> Compiled:
     """Compile ``kernel`` (a ``@gluon.jit`` function) for ``target`` without a GPU.
 
-    signature:  the run-time arguments and their Triton types, e.g. ``{"in_ptr": "*fp32", "numel": "i32"}``.
+    signature:  the run-time arguments and their Triton types, e.g. ``{"in_ptr": "*fp32", "numel": "i32"}``;
+                a TMA descriptor argument's type comes from ``tensor_descriptor_type``.
     constexprs: values for the ``gl.constexpr`` parameters (layouts included).
     aligned:    arguments that the launcher promises are multiples of 16 (pointers: 16-byte aligned).
                 A real launch finds this out by itself from the tensors it gets; here we must say it.
@@ -462,7 +472,11 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
         with _captured_stderr() as diagnostics:
             compiled = triton.compile(source, target=target_named(target), options=opts)
     except CompilationError as e:
-        message = getattr(e, "error_message", None) or str(e).strip().splitlines()[-1]
+        # A call into another @gluon.jit function wraps the callee's error in one with no message of its own.
+        inner = e
+        while getattr(inner, "error_message", None) is None and isinstance(inner.__cause__, CompilationError):
+            inner = inner.__cause__
+        message = getattr(inner, "error_message", None) or str(e).strip().splitlines()[-1]
         if directory and target in AMD_TARGETS:
             _store_failure(directory, key, message, str(e))
         raise CompileFailed(name, target, message, str(e), location=_frontend_location(e, source)) from None

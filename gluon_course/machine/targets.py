@@ -30,7 +30,7 @@ _NV = {
     "tma": r"UTMA",
     "mma": r"HMMA\b",
     "wgmma": r"HGMMA\b",
-    "fma": r"FFMA\b",
+    "fma": r"FFMA2?\b",       # sm_100 pairs FMAs into FFMA2
 }
 _AMD = {
     "global_load": r"(global|buffer)_load",

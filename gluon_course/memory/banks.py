@@ -13,7 +13,10 @@ Two linear layouts decide everything: the *distributed* layout says which lane h
 * simulates the wavefronts itself from the two layouts (``shared_access``), which also gives the numbers
   that Nsight Compute reports (wavefronts per instruction) and explains *which* lanes collide;
 * reads the addresses of every ``st.shared`` / ``ld.shared`` off a compiled kernel's PTX (``bank_report``):
-  Triton picks the shared layout of a ``convert_layout`` while lowering to LLVM, so it shows in the PTX only.
+  Triton picks the shared layout of a ``convert_layout`` while lowering to LLVM, so it shows in the PTX only;
+* does the same for ``ldmatrix``, the read that feeds ``mma_v2``: from a shared layout alone
+  (``ldmatrix_wavefronts``, 8 row addresses of 16 bytes per 8 × 8 matrix) and from the compiled PTX
+  (``ldmatrix_report``).
 
 All three count wavefronts with the same rule, ``wavefronts`` below.
 
@@ -197,6 +200,90 @@ def bank_grid(shared, shape, rows: int = 8, cols: int = 32) -> str:
     return "\n".join(lines)
 
 
+# -- ldmatrix: the read that feeds mma_v2 ------------------------------------------------------------
+
+LDMATRIX_ROW_BYTES = 16                  # one row of an 8 × 8 matrix of 16-bit elements
+LDMATRIX_ROWS = 8
+
+
+@dataclass(frozen=True)
+class LdmatrixAccess:
+    """Every 8 × 8 matrix ``ldmatrix`` reads from a shared tile, and the wavefronts it costs."""
+    matrices: int               # 8 × 8 matrices in the tile
+    wavefronts: int             # their wavefronts, all together
+    per_matrix: dict            # wavefronts → how many matrices need that many
+    worst: tuple                # (first row, first column) of the first matrix with the most wavefronts
+    matrices_per_instruction: int = 4     # ldmatrix .x4: the form Triton emits for mma_v2 operands
+
+    @property
+    def wavefronts_per_instruction(self) -> float:
+        """What Nsight Compute reports as ldmatrix wavefronts ÷ ldmatrix instructions (every matrix read equally
+        often, as mma_v2's operands are); 4 for .x4 without conflicts."""
+        return self.matrices_per_instruction * self.wavefronts / self.matrices
+
+    @property
+    def ideal_per_instruction(self) -> int:
+        return self.matrices_per_instruction
+
+    @property
+    def conflicts(self) -> float:
+        """Excess wavefronts per ideal wavefront (0: every matrix in one wavefront; 7: 8-way)."""
+        return self.wavefronts_per_instruction / self.ideal_per_instruction - 1
+
+    def __str__(self) -> str:
+        spread = ", ".join(f"{n} matrices × {w}" for w, n in sorted(self.per_matrix.items()))
+        return (f"{self.matrices} matrices of 8 × 8 ({spread} wavefronts): {self.wavefronts_per_instruction:g} "
+                f"wavefronts per ldmatrix.x4 (ideal {self.ideal_per_instruction})")
+
+
+def ldmatrix_rows(shared, shape, element_bytes: int = 2) -> dict[tuple[int, int], list[int]]:
+    """(first row, first column) of every 8 × 8 matrix of a 2D tile → the byte addresses of its 8 rows.
+
+    An mma_v2 operand is read as matrices of 8 consecutive rows (along the strided axis) × one aligned 16-byte
+    piece of a row (along the contiguous axis, ``order[0]``): ``ldmatrix`` takes one address per row, given by
+    8 lanes, and each row must be 16 contiguous bytes in shared memory. ``.trans`` (B, whose rows run along N)
+    reads the same 8 rows and transposes in registers, so the addresses, and the banks, are the same."""
+    if len(shape) != 2:
+        raise ValueError(f"ldmatrix reads 2D tiles, got shape {shape}")
+    if element_bytes * LDMATRIX_ROWS != LDMATRIX_ROW_BYTES:
+        raise ValueError(f"ldmatrix moves 16-bit elements (8 per 16-byte row), not {element_bytes}-byte ones")
+    offsets = shared_offsets(shared, shape)
+    inverse = {offset: element for element, offset in offsets.items()}
+    contiguous = next(axis for axis in range(2) if inverse[1][axis] == 1)   # the axis offset 1 steps along
+    strided = 1 - contiguous
+    if shape[strided] % LDMATRIX_ROWS or shape[contiguous] % LDMATRIX_ROWS:
+        raise ValueError(f"shape {shape} is not made of 8 × 8 matrices")
+    rows = {}
+    for r0 in range(0, shape[strided], LDMATRIX_ROWS):
+        for c0 in range(0, shape[contiguous], LDMATRIX_ROWS):
+            addresses = []
+            for r in range(r0, r0 + LDMATRIX_ROWS):
+                row = [offsets[(r, c) if strided == 0 else (c, r)] for c in range(c0, c0 + LDMATRIX_ROWS)]
+                if row != list(range(row[0], row[0] + LDMATRIX_ROWS)) or row[0] % LDMATRIX_ROWS:
+                    raise ValueError(f"{shared} splits the 16-byte rows of an 8 × 8 matrix (row {r}, columns "
+                                     f"{c0}…{c0 + 7} sit at offsets {row}): ldmatrix cannot read it")
+                addresses.append(row[0] * element_bytes)
+            rows[(r0, c0) if strided == 0 else (c0, r0)] = addresses
+    return rows
+
+
+def ldmatrix_wavefronts(shared, shape, element_bytes: int = 2) -> LdmatrixAccess:
+    """Wavefronts of reading a tile of ``shape`` stored in ``shared`` with ``ldmatrix``, predicted on the CPU.
+
+    Shared memory serves the 8 row addresses of one matrix together (8 rows × 16 bytes = 128 bytes, one
+    wavefront if they reach 32 different banks): the same rule as a 16-byte ld.shared, which serves 8 lanes at a
+    time (``wavefronts(addresses, 16)``). A matrix whose 8 rows start in the same bank takes 8 wavefronts."""
+    per_matrix, worst, total = {}, (None, 0), 0
+    rows = ldmatrix_rows(shared, shape, element_bytes)
+    for corner, addresses in rows.items():
+        needed = wavefronts(addresses, LDMATRIX_ROW_BYTES)
+        per_matrix[needed] = per_matrix.get(needed, 0) + 1
+        total += needed
+        if needed > worst[1]:
+            worst = (corner, needed)
+    return LdmatrixAccess(len(rows), total, per_matrix, worst[0])
+
+
 # -- read off a compiled kernel (PTX) -------------------------------------------------------------
 # A tiny interpreter for the integer instructions Triton emits in front of st.shared / ld.shared (mov, add,
 # shl, and, or, xor, bfe, ...), evaluated for every thread of the block. An address it cannot evaluate (it
@@ -235,6 +322,7 @@ _SPECIAL = {
 }
 _SHARED = re.compile(r"(st|ld)\.shared((?:\.v\d)?)\.[bsuf](\d+)$")
 _ADDRESS = re.compile(r"\[(%r\d+|global_smem)(?:\+(-?\d+))?\]")
+_LDMATRIX_X4 = re.compile(r"ldmatrix\.sync\.aligned\.m8n8\.x4(\.trans)?\.shared(::cta)?\.b16$")
 
 
 @dataclass(frozen=True)
@@ -252,10 +340,13 @@ class SharedInstruction:
                    for w in range(0, len(self.addresses), WARP))
 
 
-def shared_accesses(ptx: str, threads: int) -> list[SharedInstruction]:
+def shared_accesses(ptx: str, threads: int, ldmatrix: bool = False) -> list[SharedInstruction]:
     """Every ``st.shared`` / ``ld.shared`` of a one-dimensional block of ``threads`` threads, with the address
     each thread uses (program 0; the shared buffer starts at 0). Branches are not followed: the code is read
-    straight through, which is what Triton emits for a layout conversion."""
+    straight through, which is what Triton emits for a layout conversion.
+
+    With ``ldmatrix=True``, ``ldmatrix ... .x4`` instructions are evaluated too (kind ``"ldmatrix"``, width 16:
+    each lane gives the address of one 16-byte row); otherwise they are recorded, not analysed."""
     regs: dict[str, list[int] | None] = {}
 
     def value(token: str):
@@ -291,6 +382,15 @@ def shared_accesses(ptx: str, threads: int) -> list[SharedInstruction]:
             if kind == "ld":
                 for r in re.findall(r"%r\d+", " ".join(args[:-1])):
                     regs[r] = None
+            continue
+        if ldmatrix and _LDMATRIX_X4.match(op) and args:
+            address = _ADDRESS.search(args[-1])
+            base = value(address.group(1)) if address else None
+            offset = int(address.group(2) or 0) if address else 0
+            found.append(SharedInstruction("ldmatrix", LDMATRIX_ROW_BYTES,
+                                           None if base is None else [(b + offset) & MASK for b in base], line))
+            for r in re.findall(r"%r\d+", " ".join(args[:-1])):
+                regs[r] = None
             continue
         if ".shared" in op:   # ldmatrix, stmatrix, atomics...: recorded, not analysed
             found.append(SharedInstruction(op.split(".")[0], 0, None, line))
@@ -351,3 +451,48 @@ def plain_tile_conflicts(layout, shape, width: int = 4) -> int:
                 addresses.append((row * columns + column) * 4)
             worst = max(worst, extra_wavefronts(addresses, width))
     return worst
+
+
+@dataclass(frozen=True)
+class LdmatrixReport:
+    """The ``ldmatrix .x4`` instructions of a compiled kernel, read off its PTX: wavefronts per instruction as
+    Nsight Compute counts them (every warp of the block, one pass through the code)."""
+    instructions: int                 # warp-wide ldmatrix instructions, all warps of the block
+    wavefronts: int
+    by_form: dict                     # "ldmatrix" / "ldmatrix.trans" → (instructions, wavefronts)
+    not_analysed: int                 # ldmatrix whose addresses could not be evaluated
+
+    @property
+    def wavefronts_per_instruction(self) -> float:
+        return self.wavefronts / self.instructions if self.instructions else float("nan")
+
+    def per_instruction(self, form: str) -> float:
+        n, w = self.by_form.get(form, (0, 0))
+        return w / n if n else float("nan")
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{n} × {form} at {w / n:g} wavefronts" for form, (n, w) in sorted(self.by_form.items()))
+        return (f"{parts}: {self.wavefronts_per_instruction:g} wavefronts per ldmatrix"
+                + (f" ({self.not_analysed} not analysed)" if self.not_analysed else ""))
+
+
+def ldmatrix_report(compiled, num_warps: int) -> LdmatrixReport:
+    """What the compiled kernel's ``ldmatrix`` instructions cost: each warp's 32 row addresses, served 8 at a time
+    (``wavefronts(addresses, 16)``). Exact where ``ldmatrix_wavefronts`` is a model: Triton may group a tile's
+    rows into matrices in another order than 8 consecutive rows (for ``.trans``) when that costs fewer
+    wavefronts, and repack the registers with PRMT afterwards."""
+    if not compiled.is_nvidia:
+        raise ValueError(f"{compiled.target}: ldmatrix is an NVIDIA instruction")
+    by_form, missing = {}, 0
+    for access in shared_accesses(compiled.ptx, num_warps * WARP, ldmatrix=True):
+        if access.kind != "ldmatrix":
+            continue
+        if access.addresses is None:
+            missing += 1
+            continue
+        form = "ldmatrix.trans" if ".trans" in access.text else "ldmatrix"
+        n, w = by_form.get(form, (0, 0))
+        for warp in range(num_warps):
+            w += wavefronts(access.addresses[warp * WARP:(warp + 1) * WARP], LDMATRIX_ROW_BYTES)
+        by_form[form] = (n + num_warps, w)
+    return LdmatrixReport(sum(n for n, _ in by_form.values()), sum(w for _, w in by_form.values()), by_form, missing)

@@ -1,0 +1,24 @@
+"""Planted mistakes of lesson 13: each must be rejected by the check whose key it names."""
+from gluon_course.grading import Plant
+
+PLANTS = [
+    Plant("the prologue starts only STAGES-2 tiles: the prefetch distance is one short, and tile STAGES-2 is never "
+          "copied",
+          "for s in gl.static_range(STAGES - 1):", "for s in gl.static_range(STAGES - 2):",
+          rejected_by="pipeline_sm_90"),
+    Plant("the loop waits for every group (wait_group(0)): correct, but each tile's copies are waited for before "
+          "any work, as in lesson 12",
+          "async_copy.wait_group(STAGES - 2)", "async_copy.wait_group(0)",
+          rejected_by="wait_depth_sm_90"),
+    # Whether the early read returns wrong numbers depends on timing (small shapes often get away with it);
+    # racecheck sees the ldmatrix read racing the cp.async write every time.
+    Plant("the loop waits one group too few (wait_group(STAGES - 1)): tile i is read before its copies land",
+          "async_copy.wait_group(STAGES - 2)", "async_copy.wait_group(STAGES - 1)",
+          rejected_by="sanitizer_clean", gpu=True),
+    Plant("the ring index is off by one: the tensor cores read slot (i + 1) % STAGES, a tile still in flight",
+          "slot = i % STAGES", "slot = (i + 1) % STAGES",
+          rejected_by="exact_odd_shapes", gpu=True),
+    Plant("the prefetch overwrites the slot being read: tile i + STAGES - 1 is copied into slot i % STAGES",
+          "slot_next = (i + STAGES - 1) % STAGES", "slot_next = i % STAGES",
+          rejected_by="exact_odd_shapes", gpu=True),
+]
