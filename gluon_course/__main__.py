@@ -33,7 +33,8 @@ def _info() -> int:
     figures = records.load()["figures"]
     print(f"recorded figures ({records.DEFAULT_RECORDING}): {len(figures)}")
     for number, the in lessons().items():
-        status = "planned" if the.planned else "ready"
+        recorded = any(key.startswith(f"{number}/") for key in figures)
+        status = "planned" if the.planned else ("recorded" if recorded else "written; not recorded on a GPU yet")
         print(f"  {number} {the.title} ({status}; targets {', '.join(the.checks.targets)}): {the.checks.teaches}")
     return 0
 
