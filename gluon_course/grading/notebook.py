@@ -100,8 +100,9 @@ class Lab:
         else:
             entry = records.load()["figures"].get(record_key)
             if entry is None:        # a lesson written but not yet recorded on a GPU: say so, never invent
-                print(f"{fig.title:<34} not recorded yet: run this notebook on a GPU "
-                      f"(python -m gluon_course record {self.lesson.number}); {fig.expect.describe()}")
+                if not quiet:
+                    print(f"{fig.title:<34} not recorded yet: run this notebook on a GPU "
+                          f"(python -m gluon_course record {self.lesson.number}); {fig.expect.describe()}")
                 return Shown(key, float("nan"), "not recorded yet", "not recorded", {})
             shown = Shown(key, entry["value"], entry["text"], fig.expect.verdict(entry["value"]), entry["details"])
         if not quiet:

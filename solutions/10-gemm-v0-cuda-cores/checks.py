@@ -205,9 +205,10 @@ WHY = ("provisional: set before the first recorded run. fp32 FMAs on the CUDA co
 REFERENCES = (
     Reference(66.9, "TFLOPS", "NVIDIA H200 FP32 FMA peak, 132 SMs × 128 FP32 lanes × 2 FLOP × 1980 MHz"),
     Reference(0.56, "of cuBLAS", "plain Triton tl.dot on the H200, bf16 8192³, DISABLE_MMA_V3=1 (mma.sync + "
-              "cp.async): 361–411 TFLOPS = 0.53–0.59× cuBLAS, this course's design run"),
+              "cp.async): 361–411 TFLOPS = 0.53–0.59× cuBLAS, this course's design run, 2026-11-30 (a trial, not a recording)"),
     Reference(0.86, "of cuBLAS", "plain Triton tl.dot on the H200, bf16 8192³, default (wgmma): 0.78–0.94× cuBLAS, "
-              "this course's design run; cuBLAS 672–706 TFLOPS"),
+              "this course's design run, 2026-11-30 (a trial, not a recording); cuBLAS 672–706 TFLOPS in the "
+              "design runs of 2026-11-29 and 2026-11-30"),
 )
 
 

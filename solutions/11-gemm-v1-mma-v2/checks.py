@@ -207,17 +207,18 @@ def mma_peak(mod):
 
 
 DESIGN_RUN = (Reference(0.53, "of cuBLAS", "plain Triton tl.dot with DISABLE_MMA_V3=1 (mma.sync + cp.async) on the "
-                        "H200, bf16 8192³: 361–411 TFLOPS = 0.53–0.59× cuBLAS, the course's design run"),
+                        "H200, bf16 8192³: 361–411 TFLOPS = 0.53–0.59× cuBLAS, the course's design run, 2026-11-30 (a trial, not a recording)"),
               Reference(0.78, "of cuBLAS", "plain Triton tl.dot (wgmma) on the H200, bf16 8192³: 0.78–0.94× cuBLAS, "
-                        "the course's design run; cuBLAS 672–706 TFLOPS"),
+                        "the course's design run, 2026-11-30 (a trial, not a recording); cuBLAS 672–706 TFLOPS in the design "
+                        "runs of 2026-11-29 and 2026-11-30"),
               Reference(0.167, "of cuBLAS", "this kernel (CONFIG) on an H200, bf16 8192³: 118 TFLOPS vs cuBLAS 707, "
                         "one trial run while the lesson was written (2026-11-30), not a recording"))
-WHY = ("provisional: set before the first recorded run, wide around one trial run on an H200 (0.14–0.17× "
+WHY = ("provisional: set before the first recorded run, wide around one trial run on an H200 (2026-11-30: 0.14–0.17× "
        "cuBLAS over tile shapes). mma.sync fed straight from global memory: no shared memory, A and B each "
        "loaded by two warps, B 2 bytes at a time, the loads of a K-step not overlapped with its mma.sync; far "
-       "below Triton's own mma.sync kernel (shared memory + cp.async: 0.53–0.59× cuBLAS), above lesson "
+       "below Triton's own mma.sync kernel (shared memory + cp.async: 0.53–0.59× cuBLAS in the design run), above lesson "
        "10's CUDA cores")
-WHY_PEAK = ("provisional: set before the first recorded run, wide around one trial run on an H200 (617–638 "
+WHY_PEAK = ("provisional: set before the first recorded run, wide around one trial run on an H200 (2026-11-30: 617–638 "
             "TFLOPS over tile shapes, programs per SM and dtypes). mma.sync on register-resident operands, "
             "nothing else in the loop; the H200's dense bf16 peak by the datasheet, about 990 TFLOPS, is "
             "reached only through wgmma")

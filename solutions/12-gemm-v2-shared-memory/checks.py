@@ -249,27 +249,27 @@ def ldsm_figure(layout: str):
 # -- expected ranges ------------------------------------------------------------------------------
 
 PROVISIONAL = "provisional: set before the first recorded run"
-DESIGN = "NVIDIA H200, this course's design run"
+DESIGN = "NVIDIA H200, this course's design run, a trial, not a recording"
 TRIAL = "NVIDIA H200, one trial run while writing this lesson (2026-11-30, Triton 3.9.0, torch 2.11)"
 REFERENCES = (
-    Reference(0.56, "of cuBLAS", f"{DESIGN}: plain Triton tl.dot with DISABLE_MMA_V3=1 (mma.sync + cp.async, "
+    Reference(0.56, "of cuBLAS", f"{DESIGN} (2026-11-30): plain Triton tl.dot with DISABLE_MMA_V3=1 (mma.sync + cp.async, "
               "pipelined), bf16 8192³, 361–411 TFLOPS = 0.53–0.59× cuBLAS"),
-    Reference(0.86, "of cuBLAS", f"{DESIGN}: plain Triton tl.dot (wgmma), 0.78–0.94× cuBLAS"),
-    Reference(689, "TFLOPS", f"{DESIGN}: cuBLAS bf16 8192³, 672–706 TFLOPS"),
+    Reference(0.86, "of cuBLAS", f"{DESIGN} (2026-11-30): plain Triton tl.dot (wgmma), 0.78–0.94× cuBLAS"),
+    Reference(689, "TFLOPS", f"{DESIGN} (2026-11-29 and 2026-11-30): cuBLAS bf16 8192³, 672–706 TFLOPS"),
 )
 TRIAL_SPEED = {"bf16_8192": (0.30, "204 TFLOPS vs cuBLAS 673"), "fp16_8192": (0.31, "203 TFLOPS vs cuBLAS 649"),
                "bf16_4096": (0.26, "182 TFLOPS vs cuBLAS 696"), "plain_bf16_8192": (0.17, "116 TFLOPS vs cuBLAS 673")}
 WHY_SPEED = ("mma_v2 fed from swizzled shared memory, one 128 × 64 tile per program, no pipelining: each K step "
              "waits for its global loads, then for two barriers, so the tensor cores idle for much of it. The trial "
-             "run gave 0.26–0.31× cuBLAS; the pipelined mma.sync kernel of the design run (cp.async, lesson 13's "
-             f"idea) reached 0.53–0.59×. The range is wide around the trial ({PROVISIONAL})")
+             "run (H200, 2026-11-30) gave 0.26–0.31× cuBLAS; the pipelined mma.sync kernel of the design run "
+             f"(cp.async, lesson 13's idea) reached 0.53–0.59×. The range is wide around the trial ({PROVISIONAL})")
 WHY_PLAIN = ("the same kernel with the plain shared layout: the same memory instructions, but 16 wavefronts per "
-             "ldmatrix instead of 4, which keeps shared memory busy about three quarters of the time: the trial run "
-             f"gave 0.17× cuBLAS, 57% of the swizzled kernel ({PROVISIONAL})")
+             "ldmatrix instead of 4, so shared memory sets its ceiling: the trial run (H200, 2026-11-30) gave 0.17× "
+             f"cuBLAS, 57% of the swizzled kernel and about three quarters of that ceiling ({PROVISIONAL})")
 WHY_WAVES = ("predicted on the CPU from the compiled kernel's ldmatrix addresses (gluon_course.memory.banks."
              "ldmatrix_report); Nsight Compute counts the LDSM wavefronts and instructions of one 1024³ launch "
              "(sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm / sm__sass_inst_executed_op_ldsm); the "
-             f"trial run counted exactly the prediction ({PROVISIONAL})")
+             f"trial run (H200, 2026-11-30) counted exactly the prediction ({PROVISIONAL})")
 
 
 def _speed(low, high, key, why=WHY_SPEED):

@@ -210,7 +210,8 @@ REFERENCES = (
 )
 WHY = ("provisional: set before the first recorded run. A mma.sync kernel whose copies are hidden by a cp.async "
        "ring; plain Triton's own mma.sync + cp.async pipeline reached 0.53–0.59× cuBLAS on the H200 and a trial "
-       "run of this kernel about 0.55–0.58×, so the range is wide on both sides")
+       "run of this kernel (H200, 2026-11-30, not a recorded run) about 0.55–0.58×, so the range is wide on both "
+       "sides")
 TARGET = CourseTarget(0.50, why="the course aims for v3 at half of cuBLAS or more: about what Triton's own "
                       "mma.sync + cp.async pipeline reaches (0.53–0.59× in the design run)")
 TRIALS = {

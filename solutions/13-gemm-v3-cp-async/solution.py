@@ -105,7 +105,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     a_ring = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [STAGES, BLOCK_M, BLOCK_K], a_shared)
     b_ring = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [STAGES, BLOCK_K, BLOCK_N], b_shared)
     # From here on a_ptrs and b_ptrs point at the next tile to copy. A tile past the end of K is all masked off:
-    # its group reads nothing and completes at once.
+    # its copies read no global memory and only write zeros into their slot.
     for s in gl.static_range(STAGES - 1):
         k = s * BLOCK_K
         copy_tile(a_ring.index(s), a_ptrs, (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K), ASYNC_COPY)

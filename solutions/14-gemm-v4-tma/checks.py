@@ -206,9 +206,9 @@ DESIGN_RUN = (
               "TFLOPS vs cuBLAS 722–777 (0.46–0.51×), fp16 8192³ 0.52×, bf16 4096³ 0.50×"),
 )
 WHY = ("provisional: set before the first recorded run. TMA replaces lesson 13's cp.async but the consumer is the "
-       "same ldmatrix + mma_v2 (mma.sync) pair, so the kernel lands near lesson 13 and near the design run's "
-       "mma.sync + cp.async figure (0.53–0.59× cuBLAS); trial runs on an H200 with 8 warps gave 0.46–0.52×. The "
-       "range is wide until the lead's H200 run sets it")
+       "same ldmatrix + mma_v2 (mma.sync) pair, so the kernel should land near lesson 13 and near the design run's "
+       "mma.sync + cp.async figure (0.53–0.59× cuBLAS); trial runs on an H200 with 8 warps (2026-11-30, not "
+       "recorded runs) gave 0.46–0.52×. The range stays wide until a recorded H200 run sets it")
 
 
 def _figure(key, title, M, N, K, dtype_name, headline=False):
