@@ -9,7 +9,8 @@ def _file(tmp_path):
     path.write_text("import time, sys\n"
                     "def fine(n):\n    print('ran', n)\n"
                     "def hang():\n    time.sleep(60)\n"
-                    "def crash():\n    raise RuntimeError('device-side assert triggered')\n")
+                    "def crash():\n    raise RuntimeError('device-side assert triggered')\n"
+                    "def verdict(word):\n    return None if word == 'good' else f'C is wrong:\\n{word}'\n")
     return path
 
 
@@ -35,3 +36,11 @@ def test_unknown_tool_and_missing_sanitizer(tmp_path, monkeypatch):
     monkeypatch.setattr(isolated, "find_sanitizer", lambda: None)
     with pytest.raises(isolated.SanitizerUnavailable, match="CUDA toolkit"):
         isolated.run_isolated(f"{_file(tmp_path)}:fine", timeout=5, tool="memcheck")
+
+
+def test_a_whole_check_in_a_child_returns_its_sentence(tmp_path):
+    target = f"{_file(tmp_path)}:verdict"
+    assert isolated.check_in_child(target, ["good"], timeout=60) is None
+    assert isolated.check_in_child(target, ["poisoned"], timeout=60) == "C is wrong: poisoned"
+    assert "did not finish within 3 s" in isolated.check_in_child(f"{_file(tmp_path)}:hang", timeout=3)
+    assert isolated.check_in_child(f"{_file(tmp_path)}:crash", timeout=60).startswith("the check's child process failed")

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+# One small launch, the child's imports and compile included, takes ~10 s on an H200; six times that is a hang.
+LAUNCH_LIMIT_S = 60
 
 
 class SanitizerUnavailable(RuntimeError):
@@ -96,9 +98,23 @@ def _summary(run: IsolatedRun, what: str, timeout: float) -> str | None:
     return f"{what} failed: {detail}"
 
 
-def check_isolated(target: str, args=(), timeout: float = 120) -> str | None:
+def check_isolated(target: str, args=(), timeout: float = LAUNCH_LIMIT_S) -> str | None:
     """None when one launch in a child process finishes in time and cleanly; else one sentence."""
     return _summary(run_isolated(target, args, timeout=timeout), "the launch", timeout)
+
+
+# A child's function may return a sentence (a check's verdict): the child prints it after this mark, exits with 3.
+PROBLEM_MARK = "gluon_course problem: "
+
+
+def check_in_child(target: str, args=(), timeout: float = LAUNCH_LIMIT_S) -> str | None:
+    """Run a whole check (``file.py:function`` returning None or a sentence) in a child process under a time limit:
+    its sentence, a sentence about a hang or a crash, or None. For kernels that can wait forever (mbarriers)."""
+    run = run_isolated(target, args, timeout=timeout)
+    for line in run.output.splitlines():
+        if line.startswith(PROBLEM_MARK):
+            return line[len(PROBLEM_MARK):]
+    return _summary(run, "the check's child process", timeout)
 
 
 def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 300) -> str | None:
@@ -120,7 +136,10 @@ def main(argv: list[str]) -> int:
     path, function = argv[0].rsplit(":", 1)
     from ..course import load_module_file
 
-    getattr(load_module_file(path), function)(*argv[1:])
+    problem = getattr(load_module_file(path), function)(*argv[1:])
+    if isinstance(problem, str):
+        print(PROBLEM_MARK + " ".join(problem.splitlines()), flush=True)
+        return 3
     return 0
 
 

@@ -176,7 +176,7 @@ def small_launch(module_file: str, swizzled: str = "1") -> None:
 
 
 def gemm_correct(mod):
-    problem = check_isolated(f"{__file__}:small_launch", [mod.__file__], timeout=120)
+    problem = check_isolated(f"{__file__}:small_launch", [mod.__file__])
     if problem:
         return f"{SMALL_SHAPE[0]}×{SMALL_SHAPE[1]}×{SMALL_SHAPE[2]}: {problem}"
     for swizzled in (True, False):

@@ -154,7 +154,7 @@ def small_launch(module_file: str) -> None:
 
 
 def exact_on_odd_shapes(mod):
-    problem = check_isolated(f"{__file__}:small_launch", [mod.__file__], timeout=120)
+    problem = check_isolated(f"{__file__}:small_launch", [mod.__file__])
     if problem:
         return problem
     for M, N, K in ASYNC_SHAPES:
