@@ -1,4 +1,6 @@
 """gluon_course.measure.isolated: one launch in a child process, with a time limit (no GPU needed to test it)."""
+import os
+
 import pytest
 
 from gluon_course.measure import isolated
@@ -44,3 +46,33 @@ def test_a_whole_check_in_a_child_returns_its_sentence(tmp_path):
     assert isolated.check_in_child(target, ["poisoned"], timeout=60) == "C is wrong: poisoned"
     assert "did not finish within 3 s" in isolated.check_in_child(f"{_file(tmp_path)}:hang", timeout=3)
     assert isolated.check_in_child(f"{_file(tmp_path)}:crash", timeout=60).startswith("the check's child process failed")
+
+
+def test_a_child_dies_with_its_parent(tmp_path):
+    """A grader killed mid-check must not leave its child (and a hung kernel) behind."""
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "child.pid"
+    script = tmp_path / "parent.py"
+    script.write_text("import sys\nfrom gluon_course.measure import isolated\n"
+                      f"isolated.run_isolated({str(_file(tmp_path)) + ':hang'!r}, timeout=60)\n")
+    (tmp_path / "work.py").write_text((tmp_path / "work.py").read_text().replace(
+        "def hang():\n", f"def hang():\n    import os; open({str(marker)!r}, 'w').write(str(os.getpid()))\n"))
+    parent = subprocess.Popen([sys.executable, str(script)])
+    for _ in range(300):
+        if marker.exists() and marker.read_text():
+            break
+        time.sleep(0.1)
+    child = int(marker.read_text())
+    parent.kill()
+    parent.wait()
+    for _ in range(100):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(child, 9)
+    raise AssertionError("the child outlived its killed parent")

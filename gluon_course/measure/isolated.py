@@ -41,6 +41,19 @@ class IsolatedRun:
         return self.returncode is None
 
 
+def _die_with_parent() -> None:
+    """Linux: ask the kernel to SIGKILL this process when its parent dies. A child left behind by a killed grader
+    would otherwise keep a hung kernel spinning, and the GPU time-slices every later kernel with it."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def find_sanitizer() -> str | None:
     found = shutil.which("compute-sanitizer")
     if found:
@@ -75,7 +88,7 @@ def run_isolated(target: str, args=(), *, timeout: float, tool: str | None = Non
     started = time.monotonic()
     # A new session, so that a kill reaches the whole process group (the sanitizer and Python under it).
     child = subprocess.Popen(command, cwd=repo_root(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, start_new_session=True)
+                             text=True, start_new_session=True, preexec_fn=_die_with_parent)
     try:
         output, _ = child.communicate(timeout=timeout)
         return IsolatedRun(child.returncode, output, time.monotonic() - started)
@@ -133,6 +146,7 @@ def main(argv: list[str]) -> int:
     if not argv or ":" not in argv[0]:
         print("usage: python -m gluon_course.measure.isolated path/to/file.py:function [args...]", file=sys.stderr)
         return 2
+    _die_with_parent()    # under compute-sanitizer our parent is the sanitizer: go when it goes
     path, function = argv[0].rsplit(":", 1)
     from ..course import load_module_file
 
