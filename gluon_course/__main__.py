@@ -53,6 +53,7 @@ def _record(numbers: list[str]) -> int:
     failures = 0
     for number in numbers or [n for n, t in lessons().items() if t.notebook_path.exists() and not t.planned]:
         the = lesson(number)
+        os.environ["GLUON_COURSE_RECORD_LESSON"] = the.number    # the notebook's kernel inherits it
         nb = nbformat.read(the.notebook_path, as_version=4)
         print(f"executing {the.folder}/lesson.ipynb ...", flush=True)
         client = NotebookClient(nb, timeout=900, kernel_name="python3",

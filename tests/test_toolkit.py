@@ -212,3 +212,27 @@ def test_compile_error_inside_a_called_jit_function_keeps_its_message():
     with pytest.raises(gc.CompileFailed) as info:
         gc.compile_kernel(_calls_helper, "sm_90", signature={"ptr": "*fp32"})
     assert info.value.message == "lesson 99, gap 1 not yet implemented: inside a helper"
+
+
+def test_a_recording_writes_only_the_lesson_being_recorded(monkeypatch):
+    """Lesson 14's chart measures lessons 10-13 live; their recordings must stay those of their own notebooks."""
+    from gluon_course.grading import records
+
+    monkeypatch.delenv("GLUON_COURSE_RECORD", raising=False)
+    assert not records.recording_enabled("10")
+    monkeypatch.setenv("GLUON_COURSE_RECORD", "1")
+    monkeypatch.setenv("GLUON_COURSE_RECORD_LESSON", "14")
+    assert records.recording_enabled("14") and records.recording_enabled()
+    assert not records.recording_enabled("10")
+
+
+def test_the_progression_plot_keeps_the_data_it_was_drawn_from(tmp_path):
+    """`tables` redraws the results page's plot only when the recorded figures change; the PNG says which it shows."""
+    from gluon_course.grading import report
+
+    bars = [("v0\nCUDA cores", 22.7, 721.9), ("v1\ntensor cores", 118.3, 721.9)]
+    path = tmp_path / "plot.png"
+    assert report._png_description(path) is None
+    report.draw_progression(path, bars, "a GPU")
+    assert report._png_description(path) == report._progression_description(bars)
+    assert report._png_description(path) != report._progression_description(bars[:1])

@@ -63,9 +63,14 @@ def recorded(key: str, gpu_slug: str = DEFAULT_RECORDING) -> dict:
     return figures[key]
 
 
-def recording_enabled() -> bool:
-    """True while ``python -m gluon_course record`` re-executes the notebooks."""
-    return os.environ.get("GLUON_COURSE_RECORD") == "1"
+def recording_enabled(number: str | None = None) -> bool:
+    """True while ``python -m gluon_course record`` re-executes the notebooks; with ``number``, only while it
+    re-executes that lesson's own notebook. A notebook that also shows an earlier lesson's figure (a bar of
+    earlier versions) measures it live but leaves that lesson's recording alone."""
+    if os.environ.get("GLUON_COURSE_RECORD") != "1":
+        return False
+    recording = os.environ.get("GLUON_COURSE_RECORD_LESSON")
+    return number is None or recording is None or recording == str(number)
 
 
 def commit() -> str:

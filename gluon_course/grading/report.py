@@ -3,6 +3,7 @@ results page and the README's lesson table. ``python -m gluon_course tables`` re
 when the committed ones are stale."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from . import records
@@ -85,6 +86,103 @@ def readme_table(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
     return "\n".join(lines)
 
 
+# -- the progression plot of the NVIDIA GEMM part ---------------------------------------------------
+
+PROGRESSION_KEY = "bf16_8192"          # the figure every GEMM version has: bf16 8192³ as a fraction of cuBLAS
+PROGRESSION_LESSONS = tuple(f"{n}" for n in range(10, 20))
+PROGRESSION_IMAGE = "images/{slug}-gemm-progression.png"   # under book/
+
+
+def progression_bars(gpu_slug: str = records.DEFAULT_RECORDING) -> list[tuple[str, float, float]]:
+    """(version label, TFLOPS, library TFLOPS of the same run) of each recorded NVIDIA GEMM version, in order."""
+    figures, bars = records.load(gpu_slug)["figures"], []
+    for number, the in lessons().items():
+        if number not in PROGRESSION_LESSONS or the.planned:
+            continue
+        entry = figures.get(records.figure_key(number, PROGRESSION_KEY))
+        if entry is None:
+            continue
+        version, _, idea = the.title.split("GEMM ", 1)[-1].partition(": ")
+        label = version + "\n" + textwrap.fill(idea, 14)
+        bars.append((label, round(entry["details"]["tflops"], 1), round(entry["details"]["library_tflops"], 1)))
+    return bars
+
+
+def _png_description(path: Path) -> str | None:
+    """The PNG's ``Description`` text chunk (where the plot keeps the data it was drawn from), or None."""
+    import struct
+    import zlib
+
+    if not path.exists():
+        return None
+    data = path.read_bytes()
+    at = 8
+    while at + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8: at + 8 + length]
+        if kind == b"tEXt" and body.startswith(b"Description\0"):
+            return body.split(b"\0", 1)[1].decode("latin-1")
+        if kind == b"zTXt" and body.startswith(b"Description\0"):
+            return zlib.decompress(body.split(b"\0", 1)[1][1:]).decode("latin-1")
+        at += 12 + length
+    return None
+
+
+def _progression_description(bars) -> str:
+    return "; ".join(f"{label.replace(chr(10), ' ')} {t:.1f} TFLOPS / library {lib:.1f}" for label, t, lib in bars)
+
+
+def draw_progression(path: Path, bars, gpu: str) -> None:
+    """Bars of TFLOPS per version (bf16 8192³), each version's own cuBLAS figure as a tick, written to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [b[0] for b in bars]
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), dpi=150)
+    drawn = ax.bar(labels, [b[1] for b in bars], color="#4C78A8")
+    for i, (bar, (_, tflops, library)) in enumerate(zip(drawn, bars)):
+        ax.hlines(library, i - 0.42, i + 0.42, color="#E45756", linewidth=2,
+                  label="cuBLAS, same run" if i == 0 else None)
+        ax.text(bar.get_x() + bar.get_width() / 2, tflops, f"{tflops:.0f}\n{100 * tflops / library:.0f}%",
+                ha="center", va="bottom", fontsize=9)
+    ax.set_ylabel("TFLOPS (bf16 8192³)", fontsize=10)
+    ax.set_ylim(0, 1.2 * max(b[2] for b in bars))
+    ax.tick_params(axis="x", labelsize=9)
+    ax.set_title(f"GEMM versions on the {gpu}: TFLOPS and share of cuBLAS", fontsize=10)
+    ax.legend(loc="upper left", fontsize=9, frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, metadata={"Description": _progression_description(bars), "Software": None})
+    plt.close(fig)
+
+
+def progression_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
+    bars = progression_bars(gpu_slug)
+    if not bars:
+        return ""
+    gpu = records.load(gpu_slug)["gpu"] or gpu_slug
+    listed = ", ".join(f"{label.replace(chr(10), ' ')} {t:.0f} TFLOPS ({100 * t / lib:.1f}%)" for label, t, lib in bars)
+    return "\n".join([
+        f"#### The NVIDIA GEMM, version by version ({gpu}, bf16 8192³)", "",
+        f"![Bar chart of bf16 8192³ TFLOPS per GEMM version, with cuBLAS from the same run]"
+        f"({PROGRESSION_IMAGE.format(slug=gpu_slug)})", "",
+        f"Each bar is a version's recorded figure; the red tick is cuBLAS timed in the same run: {listed}.", ""])
+
+
+def _update_progression(root: Path, write: bool, gpu_slug: str = records.DEFAULT_RECORDING) -> bool:
+    bars = progression_bars(gpu_slug)
+    path = root / "book" / PROGRESSION_IMAGE.format(slug=gpu_slug)
+    if not bars:
+        return False
+    if _png_description(path) == _progression_description(bars):
+        return False
+    if write:
+        draw_progression(path, bars, records.load(gpu_slug)["gpu"] or gpu_slug)
+    return True
+
+
 def _replace_between(path: Path, begin: str, end: str, body: str, write: bool) -> bool:
     text = path.read_text()
     if begin not in text or end not in text:
@@ -101,7 +199,10 @@ def update_tables(root: Path, write: bool = True) -> list[str]:
     """Rewrite the generated parts of ``book/results.md`` and ``README.md``; return the files that changed
     (or, with ``write=False``, that are stale)."""
     changed = []
-    if _replace_between(root / "book" / "results.md", RESULTS_BEGIN, END.format("RESULTS"), results_markdown(), write):
+    if _update_progression(root, write):
+        changed.append("book/" + PROGRESSION_IMAGE.format(slug=records.DEFAULT_RECORDING))
+    body = results_markdown() + ("\n" + progression_markdown() if progression_bars() else "")
+    if _replace_between(root / "book" / "results.md", RESULTS_BEGIN, END.format("RESULTS"), body, write):
         changed.append("book/results.md")
     if _replace_between(root / "README.md", README_BEGIN, END.format("LESSON TABLE"), readme_table(), write):
         changed.append("README.md")

@@ -2,10 +2,11 @@
 it, the masks; correctness and the sanitizer on a GPU; TFLOPS against cuBLAS, and what mma.sync itself reaches."""
 import torch
 
-from gluon_course.grading import Check, Expectation, Figure, LessonChecks, Reference
+from gluon_course.grading import Check, Figure, LessonChecks, Reference
+from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
-from gluon_course.measure.gemm import check_gemm, gemm_figure, gemm_inputs, library_tflops
+from gluon_course.measure.gemm import check_gemm, gemm_inputs, library_tflops
 from gluon_course.measure.isolated import check_isolated, sanitizer_check
 from gluon_course.memory.layouts import to_linear
 
@@ -173,17 +174,10 @@ def exact_on_odd_shapes(mod):
 
 def refuses_wrong_inputs(mod):
     a, b = gemm_inputs(64, 64, 64, torch.bfloat16)
-    cases = {"fp32 inputs": (a.float(), b.float()), "mismatched K": (a, b[:32]),
-             "a non-contiguous along its rows": (a[:, ::2], b[:32])}
-    for what, (x, y) in cases.items():
-        try:
-            mod.matmul(x, y)
-        except (TypeError, ValueError) as e:
-            if not str(e):
-                return f"{what}: raised {type(e).__name__} without a message"
-            continue
-        return f"{what}: the launcher accepted it (it must raise a TypeError or ValueError that says what to do)"
-    return None
+    either = (TypeError, ValueError)
+    return refuses({"fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), either, ()),
+                    "mismatched K": (lambda: mod.matmul(a, b[:32]), either, ()),
+                    "a non-contiguous along its rows": (lambda: mod.matmul(a[:, ::2], b[:32]), either, ())})
 
 
 def sanitizer_clean(mod):
@@ -191,13 +185,6 @@ def sanitizer_clean(mod):
 
 
 # -- figures -----------------------------------------------------------------------------------------
-
-def gemm(M, N, K, dtype):
-    def measure(mod):
-        return gemm_figure(lambda a, b, c: mod.matmul(a, b, c), M, N, K, DTYPES[dtype],
-                           label=f"lesson 11 matmul {dtype} {M}×{N}×{K}")
-    return measure
-
 
 def mma_peak(mod):
     rate = mod.mma_peak_tflops()
@@ -210,21 +197,23 @@ DESIGN_RUN = (Reference(0.53, "of cuBLAS", "plain Triton tl.dot with DISABLE_MMA
                         "H200, bf16 8192³: 361–411 TFLOPS = 0.53–0.59× cuBLAS, the course's design run, 2026-11-30 (a trial, not a recording)"),
               Reference(0.78, "of cuBLAS", "plain Triton tl.dot (wgmma) on the H200, bf16 8192³: 0.78–0.94× cuBLAS, "
                         "the course's design run, 2026-11-30 (a trial, not a recording); cuBLAS 672–706 TFLOPS in the design "
-                        "runs of 2026-11-29 and 2026-11-30"),
-              Reference(0.167, "of cuBLAS", "this kernel (CONFIG) on an H200, bf16 8192³: 118 TFLOPS vs cuBLAS 707, "
-                        "one trial run while the lesson was written (2026-11-30), not a recording"))
-WHY = ("provisional: set before the first recorded run, wide around one trial run on an H200 (2026-11-30: 0.14–0.17× "
-       "cuBLAS over tile shapes). mma.sync fed straight from global memory: no shared memory, A and B each "
-       "loaded by two warps, B 2 bytes at a time, the loads of a K-step not overlapped with its mma.sync; far "
-       "below Triton's own mma.sync kernel (shared memory + cp.async: 0.53–0.59× cuBLAS in the design run), above lesson "
-       "10's CUDA cores")
-WHY_PEAK = ("provisional: set before the first recorded run, wide around one trial run on an H200 (2026-11-30: 617–638 "
-            "TFLOPS over tile shapes, programs per SM and dtypes). mma.sync on register-resident operands, "
-            "nothing else in the loop; the H200's dense bf16 peak by the datasheet, about 990 TFLOPS, is "
-            "reached only through wgmma")
-PEAK_REFERENCES = (Reference(635, "TFLOPS", "mma_peak_kernel on an H200, bf16, one trial run while the lesson was "
-                             "written (2026-11-30), not a recording"),
-                   Reference(990, "TFLOPS", "H200 SXM dense bf16 peak, NVIDIA's datasheet (wgmma)"))
+                        "runs of 2026-11-29 and 2026-11-30"))
+WHY = ("mma.sync fed straight from global memory: no shared memory, A and B each loaded by two warps, B 2 bytes at "
+       "a time, the loads of a K-step not overlapped with its mma.sync; far below Triton's own mma.sync kernel "
+       "(shared memory + cp.async: 0.53–0.59× cuBLAS in the design run), five times lesson 10's CUDA cores")
+WHY_PEAK = ("mma.sync on register-resident operands, nothing else in the loop: what the tensor cores give through "
+            "mma.sync on this GPU; the H200's dense bf16 peak by the datasheet, about 990 TFLOPS, is reached only "
+            "through wgmma (lesson 15)")
+PEAK_REFERENCES = (Reference(990, "TFLOPS", "H200 SXM dense bf16 peak, NVIDIA's datasheet (wgmma)"),)
+# The first clean run (grading.gemm.FIRST_RUN).
+FIRST = {"bf16_8192": (0.1638, "118 TFLOPS vs cuBLAS 722"), "fp16_8192": (0.1743, "118 TFLOPS vs cuBLAS 678"),
+         "bf16_4096": (0.1454, "106 TFLOPS vs cuBLAS 731")}
+
+
+def _figure(key, title, M, N, K, dtype, headline=False):
+    return Figure(key, title, gemm_measure(M, N, K, dtype, f"v1 {dtype} {M}×{N}×{K}"),
+                  around_first_run(*FIRST[key], WHY, DESIGN_RUN), headline=headline)
+
 
 CHECKS = LessonChecks(
     targets=("sm_90", "sm_100"),
@@ -254,13 +243,11 @@ CHECKS = LessonChecks(
               sanitizer_clean, gpu=True),
     ],
     figures=[
-        Figure("bf16_8192", "bf16 8192³", gemm(8192, 8192, 8192, "bf16"),
-               Expectation(0.08, 0.35, "cuBLAS", WHY, DESIGN_RUN), headline=True),
-        Figure("fp16_8192", "fp16 8192³", gemm(8192, 8192, 8192, "fp16"),
-               Expectation(0.08, 0.35, "cuBLAS", WHY, DESIGN_RUN)),
-        Figure("bf16_4096", "bf16 4096³", gemm(4096, 4096, 4096, "bf16"),
-               Expectation(0.08, 0.35, "cuBLAS", WHY, DESIGN_RUN)),
+        _figure("bf16_8192", "bf16 8192³", 8192, 8192, 8192, "bf16", headline=True),
+        _figure("fp16_8192", "fp16 8192³", 8192, 8192, 8192, "fp16"),
+        _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
         Figure("mma_v2_peak", "mma.sync peak (registers only)", mma_peak,
-               Expectation(400, 850, "mma.sync", WHY_PEAK, PEAK_REFERENCES, unit="TFLOPS")),
+               around_first_run(635, "635 TFLOPS (cuBLAS bf16 8192³: 722)", WHY_PEAK, PEAK_REFERENCES,
+                                ceiling="mma.sync", unit="TFLOPS")),
     ],
 )

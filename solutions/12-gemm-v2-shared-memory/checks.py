@@ -8,9 +8,10 @@ import math
 import torch
 
 from gluon_course.grading import Check, Expectation, Figure, LessonChecks, Reference
+from gluon_course.grading.gemm import FIRST_RUN, around_first_run, gemm_measure, refuses
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
-from gluon_course.measure.gemm import check_gemm, gemm_figure, gemm_inputs
+from gluon_course.measure.gemm import check_gemm, gemm_inputs
 from gluon_course.measure.isolated import check_isolated, sanitizer_check
 from gluon_course.memory.banks import (ldmatrix_report, ldmatrix_wavefronts, shared_access,
                                        triton_bank_conflicts)
@@ -188,20 +189,10 @@ def gemm_correct(mod):
 
 def refuses_wrong_inputs(mod):
     a, b = gemm_inputs(64, 48, 32, torch.bfloat16)
-    cases = (("fp32 inputs", lambda: mod.matmul(a.float(), b.float()), TypeError),
-             ("mismatched K", lambda: mod.matmul(a, b[:16]), ValueError),
-             ("a non-contiguous A (a transposed view)", lambda: mod.matmul(a.t().contiguous().t(), b), ValueError))
-    for what, call, error in cases:
-        try:
-            call()
-        except error as e:
-            if not str(e):
-                return f"{what}: {type(e).__name__} without a message"
-            continue
-        except Exception as e:          # noqa: BLE001 - any other failure is the wrong one
-            return f"{what}: raised {type(e).__name__} ({e}), expected a {error.__name__} saying what to fix"
-        return f"{what}: accepted; the launcher must refuse it with a {error.__name__}"
-    return None
+    return refuses({"fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), TypeError, ()),
+                    "mismatched K": (lambda: mod.matmul(a, b[:16]), ValueError, ()),
+                    "a non-contiguous A (a transposed view)":
+                        (lambda: mod.matmul(a.t().contiguous().t(), b), ValueError, ())})
 
 
 def sanitizer_clean(mod):
@@ -248,45 +239,38 @@ def ldsm_figure(layout: str):
 
 # -- expected ranges ------------------------------------------------------------------------------
 
-PROVISIONAL = "provisional: set before the first recorded run"
 DESIGN = "NVIDIA H200, this course's design run, a trial, not a recording"
-TRIAL = "NVIDIA H200, one trial run while writing this lesson (2026-11-30, Triton 3.9.0, torch 2.11)"
 REFERENCES = (
     Reference(0.56, "of cuBLAS", f"{DESIGN} (2026-11-30): plain Triton tl.dot with DISABLE_MMA_V3=1 (mma.sync + cp.async, "
               "pipelined), bf16 8192³, 361–411 TFLOPS = 0.53–0.59× cuBLAS"),
     Reference(0.86, "of cuBLAS", f"{DESIGN} (2026-11-30): plain Triton tl.dot (wgmma), 0.78–0.94× cuBLAS"),
     Reference(689, "TFLOPS", f"{DESIGN} (2026-11-29 and 2026-11-30): cuBLAS bf16 8192³, 672–706 TFLOPS"),
 )
-TRIAL_SPEED = {"bf16_8192": (0.30, "204 TFLOPS vs cuBLAS 673"), "fp16_8192": (0.31, "203 TFLOPS vs cuBLAS 649"),
-               "bf16_4096": (0.26, "182 TFLOPS vs cuBLAS 696"), "plain_bf16_8192": (0.17, "116 TFLOPS vs cuBLAS 673")}
+# The first clean run (grading.gemm.FIRST_RUN).
+FIRST = {"bf16_8192": (0.2810, "203 TFLOPS vs cuBLAS 722"), "fp16_8192": (0.2988, "203 TFLOPS vs cuBLAS 678"),
+         "bf16_4096": (0.2492, "182 TFLOPS vs cuBLAS 731"), "plain_bf16_8192": (0.1595, "115 TFLOPS vs cuBLAS 722")}
 WHY_SPEED = ("mma_v2 fed from swizzled shared memory, one 128 × 64 tile per program, no pipelining: each K step "
-             "waits for its global loads, then for two barriers, so the tensor cores idle for much of it. The trial "
-             "run (H200, 2026-11-30) gave 0.26–0.31× cuBLAS; the pipelined mma.sync kernel of the design run "
-             f"(cp.async, lesson 13's idea) reached 0.53–0.59×. The range is wide around the trial ({PROVISIONAL})")
+             "waits for its global loads, then for two barriers, so the tensor cores idle for much of it; the "
+             "pipelined mma.sync kernel of the design run (cp.async, lesson 13's idea) reached 0.53–0.59×")
 WHY_PLAIN = ("the same kernel with the plain shared layout: the same memory instructions, but 16 wavefronts per "
-             "ldmatrix instead of 4, so shared memory sets its ceiling: the trial run (H200, 2026-11-30) gave 0.17× "
-             f"cuBLAS, 57% of the swizzled kernel and about three quarters of that ceiling ({PROVISIONAL})")
+             "ldmatrix instead of 4, so shared memory sets its ceiling: the first run gave 57% of the swizzled "
+             "kernel's TFLOPS")
 WHY_WAVES = ("predicted on the CPU from the compiled kernel's ldmatrix addresses (gluon_course.memory.banks."
              "ldmatrix_report); Nsight Compute counts the LDSM wavefronts and instructions of one 1024³ launch "
-             "(sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm / sm__sass_inst_executed_op_ldsm); the "
-             f"trial run (H200, 2026-11-30) counted exactly the prediction ({PROVISIONAL})")
+             "(sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm / sm__sass_inst_executed_op_ldsm). The "
+             "count is a property of the addresses, not of the GPU's speed, hence the narrow range")
 
 
-def _speed(low, high, key, why=WHY_SPEED):
-    value, text = TRIAL_SPEED[key]
-    return Expectation(low, high, "cuBLAS", why, (Reference(value, "of cuBLAS", f"{TRIAL}: {text} TFLOPS"),)
-                       + REFERENCES)
+def _speed(key, why=WHY_SPEED):
+    return around_first_run(*FIRST[key], why, REFERENCES)
 
 
 def _waves(low, high, predicted):
     return Expectation(low, high, "ideal", WHY_WAVES,
                        (Reference(predicted, "wavefronts/LDSM", "predicted here: ldmatrix_report of the compiled "
-                                  "kernel"), Reference(predicted, "wavefronts/LDSM", f"{TRIAL}, Nsight Compute")),
+                                  "kernel"),
+                        Reference(predicted, "wavefronts/LDSM", f"{FIRST_RUN}, Nsight Compute: {predicted:g}.00")),
                        unit="wavefronts/LDSM")
-
-
-def _gemm(M, N, K, dtype, label, **config):
-    return lambda mod: gemm_figure(lambda a, b, c: mod.matmul(a, b, c, **config), M, N, K, DTYPES[dtype], label=label)
 
 
 CHECKS = LessonChecks(
@@ -319,15 +303,15 @@ CHECKS = LessonChecks(
               "launch", sanitizer_clean, gpu=True),
     ],
     figures=[
-        Figure("bf16_8192", "bf16 8192³, swizzled", _gemm(8192, 8192, 8192, "bf16", "v2 bf16 8192³"),
-               _speed(0.18, 0.45, "bf16_8192"), headline=True),
-        Figure("fp16_8192", "fp16 8192³, swizzled", _gemm(8192, 8192, 8192, "fp16", "v2 fp16 8192³"),
-               _speed(0.18, 0.45, "fp16_8192")),
-        Figure("bf16_4096", "bf16 4096³, swizzled", _gemm(4096, 4096, 4096, "bf16", "v2 bf16 4096³"),
-               _speed(0.15, 0.42, "bf16_4096")),
+        Figure("bf16_8192", "bf16 8192³, swizzled", gemm_measure(8192, 8192, 8192, "bf16", "v2 bf16 8192³"),
+               _speed("bf16_8192"), headline=True),
+        Figure("fp16_8192", "fp16 8192³, swizzled", gemm_measure(8192, 8192, 8192, "fp16", "v2 fp16 8192³"),
+               _speed("fp16_8192")),
+        Figure("bf16_4096", "bf16 4096³, swizzled", gemm_measure(4096, 4096, 4096, "bf16", "v2 bf16 4096³"),
+               _speed("bf16_4096")),
         Figure("plain_bf16_8192", "bf16 8192³, plain shared layout",
-               _gemm(8192, 8192, 8192, "bf16", "v2 plain bf16 8192³", swizzled=False),
-               _speed(0.08, 0.26, "plain_bf16_8192", WHY_PLAIN)),
+               gemm_measure(8192, 8192, 8192, "bf16", "v2 plain bf16 8192³", swizzled=False),
+               _speed("plain_bf16_8192", WHY_PLAIN)),
         Figure("ldsm_wavefronts_swizzled", "ncu: wavefronts per LDSM, swizzled", ldsm_figure("swizzled"),
                _waves(3.8, 4.3, 4.0)),
         Figure("ldsm_wavefronts_plain", "ncu: wavefronts per LDSM, plain", ldsm_figure("plain"),

@@ -1,0 +1,69 @@
+"""What the GEMM lessons' checks share: a figure's measure (the lesson's ``matmul`` timed against the library in
+the same run), a range drawn around the first clean run with that run's provenance, and the check that a
+launcher refuses wrong inputs with a sentence."""
+from __future__ import annotations
+
+from typing import Callable
+
+from .checks import CourseTarget, Expectation, Reference
+
+# The run the GEMM lessons' ranges were drawn from: every figure measured in one process on an idle GPU
+# (tools/gpu/figures.py), the code as committed then. The recordings in results/ come after it.
+FIRST_RUN = "NVIDIA H200 (132 SMs at 1980 MHz), Triton 3.9.0, torch 2.11.0+cu130, 2026-11-30, commit afd2a75"
+# The range a correct kernel gates on: from 0.6× to 1.5× the first run's figure. Wide on purpose: the other GPUs of
+# the class (an H100's memory bandwidth and clocks, a different cuBLAS) move a ratio to the library, and a
+# learner's correct kernel may pick other details than ours.
+BELOW, ABOVE = 0.6, 1.5
+DTYPE_NAMES = ("bf16", "fp16")
+
+
+def gemm_measure(M: int, N: int, K: int, dtype: str, label: str, **config) -> Callable:
+    """A Figure's ``measure``: the lesson module's ``matmul(a, b, c, **config)`` as a fraction of the library."""
+    if dtype not in DTYPE_NAMES:
+        raise ValueError(f"dtype is one of {DTYPE_NAMES}, not {dtype!r}")
+
+    def measure(mod):
+        import torch
+
+        from ..measure.gemm import gemm_figure
+
+        torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        return gemm_figure(lambda a, b, c: mod.matmul(a, b, c, **config), M, N, K, torch_dtype, label=label)
+    return measure
+
+
+def around_first_run(value: float, text: str, why: str, references: tuple[Reference, ...] = (),
+                     target: CourseTarget | None = None, ceiling: str = "cuBLAS", unit: str | None = None,
+                     below: float = BELOW, above: float = ABOVE) -> Expectation:
+    """The expectation for a figure whose first clean run measured ``value`` (``text`` says how much of what):
+    ``below``–``above`` times it, ``why`` first, the run's provenance after it."""
+    if not value > 0:
+        raise ValueError(f"the first run's figure must be a positive number, not {value!r}")
+    shown = f"{100 * value:.1f}% of {ceiling}" if unit is None else f"{value:g} {unit}"
+    full_why = (f"{why}. The first clean run ({FIRST_RUN}) measured {text} = {shown}; the range runs from "
+                f"{below:g}× to {above:g}× that, room for the other GPUs of the class")
+    first = Reference(round(value, 4), f"of {ceiling}" if unit is None else unit, f"{FIRST_RUN}: {text}")
+    return Expectation(round(value * below, 4), round(value * above, 4), ceiling, full_why, (first, *references),
+                       unit=unit, target=target)
+
+
+def refuses(cases: dict) -> str | None:
+    """``cases``: {what: (call, error type or tuple, words)}. Each call must raise that error with a message that
+    contains every word. None when all do, else one sentence about the first that does not."""
+    for what, (call, error, words) in cases.items():
+        expected = error if isinstance(error, tuple) else (error,)
+        names = " or ".join(e.__name__ for e in expected)
+        try:
+            call()
+        except expected as e:
+            text = str(e)
+            if not text:
+                return f"{what}: {type(e).__name__} without a message; it must say what to fix"
+            missing = [w for w in words if w not in text]
+            if missing:
+                return f"{what}: the {type(e).__name__} says “{text}”, without {missing}"
+            continue
+        except Exception as e:  # noqa: BLE001 - any other failure is the wrong one
+            return f"{what}: raised {type(e).__name__} ({e}); expected a {names} that says what to fix"
+        return f"{what}: accepted; the launcher must refuse it with a {names} that says what to fix"
+    return None
