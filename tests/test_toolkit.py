@@ -236,3 +236,23 @@ def test_the_progression_plot_keeps_the_data_it_was_drawn_from(tmp_path):
     report.draw_progression(path, bars, "a GPU")
     assert report._png_description(path) == report._progression_description(bars)
     assert report._png_description(path) != report._progression_description(bars[:1])
+
+
+def test_a_live_figure_is_measured_once_per_notebook(monkeypatch):
+    """A chart under a figure shows the figure printed above it: one timing, one recording."""
+    from gluon_course.grading import notebook
+
+    calls = []
+
+    def fake_measure(fig, module, number):
+        calls.append(fig.key)
+        from gluon_course.grading.runner import FigureOutcome
+        return FigureOutcome(fig.key, fig.title, 0.5 + len(calls), "fake", "✓ in range", None, {"tflops": 1.0})
+
+    monkeypatch.setattr(notebook, "has_gpu", lambda: True)
+    monkeypatch.setattr(notebook, "measure_figure", fake_measure)
+    monkeypatch.setattr(notebook, "_MEASURED", {})
+    monkeypatch.delenv("GLUON_COURSE_RECORD", raising=False)
+    first = notebook.Lab("14", show_header=False).figure("bf16_8192", quiet=True)
+    again = notebook.Lab("14", show_header=False).figure("bf16_8192", quiet=True)
+    assert calls == ["bf16_8192"] and again.value == first.value
