@@ -1,7 +1,7 @@
 """GPU session helper: measure every figure of the given lessons in ONE process (the library's time per shape is
 measured once and shared), then time the given lessons' solutions at other tile configurations (what was tried).
 
-    python tools/gpu/figures.py OUT.json 10 11 12 13 14 --sweep 13 14
+    python tools/gpu/figures.py out.json 10 11 12 13 14 --sweep 13 14
 
 Writes raw values to OUT.json and prints a table. Nothing is recorded into results/: `record` does that.
 """
