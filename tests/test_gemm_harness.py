@@ -222,3 +222,31 @@ def test_gemm_figure_of_the_library_itself_reads_one():
 def test_gemm_figure_refuses_a_wrong_kernel_before_timing():
     with pytest.raises(AssertionError, match=r"k-1 is wrong on the 1024×1024×1000 fp16 benchmark input"):
         gemm_figure(_k_minus_one, 1024, 1024, 1000, torch.float16, label="k-1")
+
+
+# -- what the GEMM lessons' checks share (grading/gemm.py) ---------------------------------------------
+
+def test_ranges_drawn_around_the_first_run_name_it():
+    from gluon_course.grading.gemm import FIRST_RUN, around_first_run
+
+    e = around_first_run(0.5, "361 TFLOPS vs cuBLAS 722", "why")
+    assert (e.low, e.high) == (0.3, 0.75) and e.ceiling == "cuBLAS"
+    assert FIRST_RUN in e.why and "361 TFLOPS" in e.why and e.references[0].value == 0.5
+    assert e.ok(0.5) and not e.ok(0.29) and not e.ok(0.76)
+    with pytest.raises(ValueError, match="positive"):
+        around_first_run(float("nan"), "", "why")
+
+
+def test_refuses_names_the_case_that_got_through():
+    from gluon_course.grading.gemm import refuses
+
+    def raise_(error):
+        def call():
+            raise error
+        return call
+
+    assert refuses({"fp32": (raise_(TypeError("use bf16")), TypeError, ("bf16",))}) is None
+    assert "accepted" in refuses({"fp32": (lambda: None, TypeError, ())})
+    assert "without a message" in refuses({"fp32": (raise_(TypeError()), TypeError, ())})
+    assert "without ['16']" in refuses({"K": (raise_(ValueError("bad K")), ValueError, ("16",))})
+    assert "raised KeyError" in refuses({"K": (raise_(KeyError("k")), (TypeError, ValueError), ())})
