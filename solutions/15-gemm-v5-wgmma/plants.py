@@ -1,0 +1,25 @@
+"""Planted mistakes of lesson 15: each is the solution with one plausible mistake, and names the key of the check
+that must reject it (see gluon_course.grading.checks.Plant)."""
+from gluon_course.grading import Plant
+
+PLANTS = [
+    # ---- caught without a GPU ----
+    Plant("lesson 14's accumulator layout kept (mma.sync's version 2): Triton 3.9.0 would stop the whole process on "
+          "it, so the check refuses it first",
+          "return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, 16])",
+          "return gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[2, num_warps // 2], instr_shape=[16, 8])",
+          rejected_by="wgmma_sm_90", gpu=False),
+    Plant("the instruction half as wide as the tile (n = 64): twice the wgmma instructions, each with half the work",
+          "instr_shape=[16, BLOCK_N, 16])", "instr_shape=[16, BLOCK_N // 2, 16])",
+          rejected_by="wgmma_sm_90", gpu=False),
+    Plant("the store's mask is dropped, as if TMA's zero fill also guarded the store",
+          "gl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)",
+          "gl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty))",
+          rejected_by="store_masked", gpu=False),
+    # ---- caught on a GPU ----
+    Plant("use_acc=False read as 'no separate accumulator': every K step overwrites acc, so C holds the last tile's "
+          "product only",
+          "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc)",
+          "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, use_acc=False)",
+          rejected_by="correct_tma_shapes", gpu=True),
+]
