@@ -76,8 +76,8 @@ def matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
         # Trip r round the ring is phase r of the slot's barrier, and wait() takes the parity of the phase.
         slot = i % STAGES
         mbarrier.wait(ready.index(slot), (i // STAGES) & 1)
-        # The compiler puts a CTA barrier and a proxy fence before the refill (BAR.SYNC, FENCE.VIEW.ASYNC.S): no
-        # warp is still reading slot (i - 1) % STAGES when TMA overwrites it.
+        # Slot (i - 1) % STAGES is free: last step's wgmma finished before its call returned. The compiler puts CTA
+        # barriers (BAR.SYNC) before the refill but no proxy fence: wgmma reads by the same async path TMA writes by.
         load_tiles(a_desc, b_desc, ready, a_ring, b_ring, pid_m * BLOCK_M, pid_n * BLOCK_N, i + STAGES - 1,
                    STAGES, i + STAGES - 1 < k_tiles)
         # TODO gap 2: multiply tile i's slots of A and B into acc with one wgmma call (shared memory in, registers out)
