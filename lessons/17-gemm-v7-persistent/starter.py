@@ -1,0 +1,183 @@
+# Lesson 17 starter, generated from solutions/17-gemm-v7-persistent/solution.py: do not edit the course copy.
+# Fill in each "TODO gap" below, then run:  python -m gluon_course check 17 --file <this file>
+"""Lesson 17 · GEMM v7: a persistent grid in grouped order.
+
+Lessons 10-16 launched one program per tile of C: at 8192³ with 128 × 128 tiles that is 4096 programs, taken by the
+SMs a few at a time, each starting with an empty ring. Here the grid is only as large as the GPU holds at once,
+and each program walks over tiles of C: tile, tile + programs, tile + 2 × programs, ... The ring and its barriers
+are set up once per program, and a count of the K steps the program has done keeps slots and phases running
+across tiles. The tiles are visited in *grouped* order: GROUP_M rows of tiles at a time, column by column, so the
+programs working at the same moment share A's and B's tiles in L2 instead of each reading their own.
+"""
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from gluon_course.validate import require_matmul_args, require_power_of_two
+
+# Lesson 16's tile, warpgroup and ring; 8 rows of tiles per group; 3 programs per SM, as many as fit (154
+# registers per thread: the occupancy check in this lesson's checks holds the two together).
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "STAGES": 3, "GROUP_M": 8,
+          "programs_per_sm": 3}
+
+
+def wgmma_layout(num_warps: int, BLOCK_N: int):
+    """The accumulator layout of wgmma: version 3, warps stacked along M (a warpgroup is 4 warps, 16 rows each,
+    64 rows per instruction), one instruction spanning the tile's BLOCK_N columns, 16 of K per instruction."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, 16])
+
+
+def kernel_layouts(num_warps: int, BLOCK_N: int) -> dict:
+    """The layout constexprs of matmul_kernel: what matmul passes, what the checks compile. Only the accumulator's
+    now: A and B are read where TMA put them, in the descriptors' shared layouts."""
+    return {"acc_layout": wgmma_layout(num_warps, BLOCK_N)}
+
+
+@gluon.jit
+def load_tiles(a_desc, b_desc, ready, a_ring, b_ring, off_m, off_n, k_index, step, STAGES: gl.constexpr, pred):
+    """Start the TMA copies of A's and B's tiles number ``k_index`` (along K) into ring slot ``step % STAGES``, where
+    ``step`` counts every K step of this program across its tiles of C. Nothing happens where ``pred`` is false."""
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
+    slot = step % STAGES
+    # A tile that hangs over the edge of A or B still lands whole (zero-filled), so the count is always the full
+    # tiles' bytes. expect() is also the barrier's one arrival: without it the phase could never complete.
+    mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
+    tma.async_load(a_desc, [off_m, k_index * BLOCK_K], ready.index(slot), a_ring.index(slot), pred=pred)
+    tma.async_load(b_desc, [k_index * BLOCK_K, off_n], ready.index(slot), b_ring.index(slot), pred=pred)
+
+
+@gluon.jit
+def grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
+    """(pid_m, pid_n) of tile number ``tile`` in grouped order: GROUP_M rows of tiles at a time, down each column
+    of the group before the next column (the last group may have fewer rows)."""
+    # TODO gap 1: tile number → (row of tiles, column of tiles), GROUP_M rows at a time, column by column
+    gl.static_assert(False, 'lesson 17, gap 1 not yet implemented: tile number → (row of tiles, column of tiles), GROUP_M rows at a time, column by column')
+    return pid_m, pid_n
+
+
+@gluon.jit
+def matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+                  acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+
+    # The ring and its barriers, once per program, for all the tiles it will do.
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_K, BLOCK_N], b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+
+    # K steps this program has done so far, over all its tiles: step s uses slot s % STAGES, and is trip
+    # s // STAGES round the ring, so its barrier's phase parity is (s // STAGES) & 1.
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        # Lesson 16's pipeline for this tile; the ring's slots and phases come from the program's step count.
+        for s in gl.static_range(STAGES - 1):
+            load_tiles(a_desc, b_desc, ready, a_ring, b_ring, off_m, off_n, s, step + s, STAGES, s < k_tiles)
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+        for i in range(k_tiles):
+            # TODO gap 2: K step i of this tile is the program's step + i: its slot, and the phase to wait for
+            gl.static_assert(False, "lesson 17, gap 2 not yet implemented: K step i of this tile is the program's step + i: its slot, and the phase to wait for")
+            acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, is_async=True)
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b_ring.index(slot)))
+            load_tiles(a_desc, b_desc, ready, a_ring, b_ring, off_m, off_n, i + STAGES - 1, step + i + STAGES - 1,
+                       STAGES, i + STAGES - 1 < k_tiles)
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        step += k_tiles
+
+        # C's tile, stored from the accumulator's own layout, rounded to the inputs' dtype, masked at the edges.
+        offs_cm = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+        offs_cn = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        gl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+    # Every copy that was started has been waited for: the barriers can be retired.
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+
+
+TMA_RULE = ("TMA needs the start of every row 16-byte aligned: the base address and each row stride of A and B "
+            "must be multiples of 16 bytes")
+
+
+def tma_descriptor(name: str, t: torch.Tensor, block_shape: list) -> TensorDescriptor:
+    """A TMA descriptor for the 2D tensor ``t`` in tiles of ``block_shape``, or a ValueError naming TMA's rule."""
+    gl_dtype = gl.bfloat16 if t.dtype == torch.bfloat16 else gl.float16
+    row_bytes = t.stride(0) * t.element_size()
+    if row_bytes % 16 or t.data_ptr() % 16:
+        found = (f"its rows are {row_bytes} bytes apart" if row_bytes % 16 else
+                 f"it starts {t.data_ptr() % 16} bytes past a 16-byte boundary")
+        raise ValueError(
+            f"{name} ({t.shape[0]}×{t.shape[1]}): {found}; {TMA_RULE}. Pad K and N to multiples of "
+            f"{16 // t.element_size()} (zero columns appended to A and zero rows to B leave A·B unchanged; zero "
+            "columns appended to B give extra columns of C to slice off), or use lesson 13's cp.async kernel, "
+            "which takes any shape")
+    layout = gl.NVMMASharedLayout.get_default_for(block_shape, gl_dtype)
+    try:
+        return TensorDescriptor.from_tensor(t, block_shape, layout)
+    except AssertionError as e:      # TensorDescriptor checks with assert: turn it into a sentence
+        raise ValueError(f"{name} cannot be described for TMA: {e}; {TMA_RULE}") from None
+
+
+def check_tile_config(BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, num_warps: int, STAGES: int, GROUP_M: int = 1,
+                      programs_per_sm: int = 1) -> None:
+    """Refuse a configuration wgmma or TMA cannot take, or a ring too short to overlap anything."""
+    for name, value in (("BLOCK_M", BLOCK_M), ("BLOCK_N", BLOCK_N), ("BLOCK_K", BLOCK_K), ("num_warps", num_warps)):
+        require_power_of_two(name, value)
+    if num_warps % 4 or BLOCK_M < 16 * num_warps:
+        raise ValueError(f"num_warps={num_warps} with BLOCK_M={BLOCK_M}: wgmma is issued by warpgroups of 4 warps, "
+                         "each warp owning 16 rows of every 64: num_warps a multiple of 4 and BLOCK_M ≥ 16 × num_warps")
+    if not (8 <= BLOCK_N <= 256) or BLOCK_K < 16:
+        raise ValueError(f"BLOCK_N={BLOCK_N}, BLOCK_K={BLOCK_K}: one wgmma covers 8 to 256 columns and 16 of K for "
+                         "bf16/fp16, so 8 ≤ BLOCK_N ≤ 256 and BLOCK_K ≥ 16")
+    if max(BLOCK_M, BLOCK_K) > 256:
+        raise ValueError(f"a TMA box has at most 256 elements along each side; {BLOCK_M} × {BLOCK_N} × {BLOCK_K} "
+                         "asks for more")
+    for name, value in (("GROUP_M", GROUP_M), ("programs_per_sm", programs_per_sm)):
+        if not (isinstance(value, int) and value >= 1):
+            raise ValueError(f"{name}={value!r}: a positive integer")
+    if not (isinstance(STAGES, int) and STAGES >= 2):
+        raise ValueError(f"STAGES={STAGES!r}: the ring needs at least 2 buffers, one read by the tensor cores while "
+                         "TMA fills the other")
+
+
+def require_hopper(t: torch.Tensor) -> None:
+    """wgmma exists on compute capability 9.x only: Blackwell's tensor cores take tcgen05 instead."""
+    if torch.version.hip is not None or torch.cuda.get_device_capability(t.device)[0] != 9:
+        raise RuntimeError(f"wgmma is Hopper's instruction (compute capability 9.x, e.g. H100, H200); this GPU is "
+                           f"{torch.cuda.get_device_name(t.device)}: use lesson 14's kernel (mma.sync) here")
+
+
+def matmul(a, b, c=None, **config):
+    """C = A·B by wgmma, A and B copied by TMA into a ring of shared buffers; returns ``c``. The rows of A and B
+    must start on 16-byte boundaries (K and N multiples of 8 for bf16 and fp16). Hopper only (sm_90)."""
+    if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    M, N, K = require_matmul_args(a, b, c)
+    unknown = set(config) - set(CONFIG)
+    if unknown:
+        raise TypeError(f"unknown config keys {sorted(unknown)}; matmul takes {sorted(CONFIG)}")
+    cfg = {**CONFIG, **config}
+    num_warps, programs_per_sm = cfg.pop("num_warps"), cfg.pop("programs_per_sm")
+    check_tile_config(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_warps, cfg["STAGES"], cfg["GROUP_M"],
+                      programs_per_sm)
+    require_hopper(a)
+    a_desc = tma_descriptor("a", a, [cfg["BLOCK_M"], cfg["BLOCK_K"]])
+    b_desc = tma_descriptor("b", b, [cfg["BLOCK_K"], cfg["BLOCK_N"]])
+    # As many programs as the GPU holds at once (never more than there are tiles): each walks over tiles.
+    tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    grid = (min(tiles, sms * programs_per_sm),)
+    matmul_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **cfg,
+                        **kernel_layouts(num_warps, cfg["BLOCK_N"]), num_warps=num_warps)
+    return c
