@@ -23,6 +23,14 @@ SWEEP = [
     {"BLOCK_K": 64, "STAGES": 3},
     {"BLOCK_K": 64, "STAGES": 4, "num_warps": 8, "warps_m": 4},
     {"BLOCK_N": 256, "num_warps": 8, "warps_m": 2},
+    # wgmma lessons (15 on): no warps_m; num_warps 8 is two warpgroups stacked along M
+    {"BLOCK_K": 64},
+    {"BLOCK_K": 64, "STAGES": 4},
+    {"num_warps": 8, "BLOCK_N": 256},
+    {"num_warps": 8, "BLOCK_N": 256, "BLOCK_K": 64},
+    {"GROUP_M": 4},
+    {"GROUP_M": 16},
+    {"programs_per_sm": 2},
 ]
 
 
