@@ -250,3 +250,36 @@ def test_refuses_names_the_case_that_got_through():
     assert "without a message" in refuses({"fp32": (raise_(TypeError()), TypeError, ())})
     assert "without ['16']" in refuses({"K": (raise_(ValueError("bad K")), ValueError, ("16",))})
     assert "raised KeyError" in refuses({"K": (raise_(KeyError("k")), (TypeError, ValueError), ())})
+
+
+# -- the Hopper lessons' host side (gluon_course/hopper.py), on the CPU ---------------------------------
+
+def test_tma_descriptor_names_the_16_byte_rule_and_the_way_out():
+    from gluon_course.hopper import tma_descriptor
+
+    desc = tma_descriptor("a", torch.zeros(1000, 1000, dtype=torch.bfloat16), [128, 32])
+    assert list(desc.block_shape) == [128, 32]
+    with pytest.raises(ValueError, match="2002 bytes apart.*multiples of 8.*lesson 13"):
+        tma_descriptor("a", torch.zeros(129, 1001, dtype=torch.bfloat16), [128, 32])
+
+
+def test_wgmma_tiles_outside_the_instruction_are_refused():
+    from gluon_course.hopper import require_wgmma_tile
+
+    require_wgmma_tile(128, 128, 32, 4, 3)
+    require_wgmma_tile(128, 256, 64, 8, 3)
+    for bad, words in (((128, 128, 32, 2, 3), "warpgroup"), ((64, 128, 32, 8, 3), "BLOCK_M ≥"),
+                       ((128, 512, 32, 4, 3), "BLOCK_N"), ((128, 128, 8, 4, 3), "BLOCK_K ≥ 16"),
+                       ((128, 128, 32, 4, 1), "at least 2"), ((128, 96, 32, 4, 3), "power of two")):
+        with pytest.raises(ValueError, match=words):
+            require_wgmma_tile(*bad)
+
+
+def test_the_k_loop_is_found_by_its_tensor_core_instruction():
+    from gluon_course import load_checks, load_solution
+
+    k = load_checks("14").compiled(load_solution("14"), "sm_90")
+    first, last = k.loop_holding("HMMA")
+    assert k.opcodes_between(first, last)["HMMA.16816.F32.BF16"] == 64
+    with pytest.raises(ValueError, match="no loop .* holds a HGMMA"):
+        k.loop_holding("HGMMA")

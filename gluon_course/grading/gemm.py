@@ -67,3 +67,30 @@ def refuses(cases: dict) -> str | None:
             return f"{what}: raised {type(e).__name__} ({e}); expected a {names} that says what to fix"
         return f"{what}: accepted; the launcher must refuse it with a {names} that says what to fix"
     return None
+
+
+def speedup_over(previous_lesson: str, previous: str, this: str, M: int = 8192, N: int = 8192, K: int = 8192,
+                 dtype: str = "bf16") -> Callable:
+    """A Figure's ``measure``: this lesson's TFLOPS over an earlier lesson's solution (``previous_lesson``), both timed
+    in this process at the same shape. ``previous`` and ``this`` name the versions ("v3", "v4") in the text."""
+    def measure(mod):
+        from ..course import load_solution
+        from ..measure import Measurement
+
+        shape = f"{dtype} {M}×{N}×{K}"
+        before = gemm_measure(M, N, K, dtype, f"{previous} {shape}")(load_solution(previous_lesson))
+        now = gemm_measure(M, N, K, dtype, f"{this} {shape}")(mod)
+        ratio = now.details["tflops"] / before.details["tflops"]
+        return Measurement(ratio, f"{now.details['tflops']:.0f} TFLOPS vs {previous} {before.details['tflops']:.0f}",
+                           {f"{this}_tflops": now.details["tflops"], f"{previous}_tflops": before.details["tflops"]})
+    return measure
+
+
+def store_mask_missing(kernel) -> str | None:
+    """None when the compiled ``kernel`` compares M and N (the store of C is masked at the edges), else a sentence.
+    TMA's zero fill covers loads only."""
+    missing = {"M", "N"} - kernel.compared_arguments()
+    if missing:
+        return (f"{' and '.join(sorted(missing))} never reach a comparison: TMA's zero fill covers loads only, so "
+                "the store of C needs its mask (rows < M, columns < N)")
+    return None

@@ -204,6 +204,19 @@ class Compiled:
                         spans.append((labels[label], ins.address))
         return spans
 
+    def loop_holding(self, prefix: str) -> tuple[int, int]:
+        """``(first, last)`` of the smallest loop body that holds an instruction whose opcode starts with ``prefix``:
+        the K loop of a GEMM, by its tensor-core instruction (``"HMMA"``, ``"HGMMA"``). ValueError when none does."""
+        spans = [(a, b) for a, b in self.loops()
+                 if any(a <= i.address <= b and i.opcode.startswith(prefix) for i in self.instructions())]
+        if not spans:
+            raise ValueError(f"no loop of {self.kernel_name} holds a {prefix} instruction")
+        return min(spans, key=lambda span: span[1] - span[0])
+
+    def opcodes_between(self, first: int, last: int) -> Counter:
+        """Opcode counts of the instructions at addresses ``first`` to ``last`` (a loop body from ``loops()``)."""
+        return Counter(i.opcode for i in self.instructions() if first <= i.address <= last)
+
     def count_in_loops(self, pattern: str) -> int:
         """Instructions whose opcode matches ``pattern`` and that sit inside some loop body."""
         rx = re.compile(pattern)

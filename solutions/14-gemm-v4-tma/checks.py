@@ -4,7 +4,7 @@ from triton.experimental.gluon import language as gl
 
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses
+from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses, speedup_over, store_mask_missing
 from gluon_course.machine import compile_cached, tensor_descriptor_type
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
@@ -49,19 +49,12 @@ def compiled(mod, target, dtype="bf16", tile=None):
 
 
 def main_loop(k):
-    """(first, last) address of the K loop: the backward branch whose body holds the tensor-core instructions."""
-    spans = [(a, b) for a, b in k.loops() if any(a <= i.address <= b and i.opcode.startswith("HMMA")
-                                                   for i in k.instructions())]
-    return min(spans, key=lambda s: s[1] - s[0])
+    """(first, last) address of the K loop: the smallest loop whose body holds the tensor-core instructions."""
+    return k.loop_holding("HMMA")
 
 
 def in_main_loop(k) -> dict:
-    first, last = main_loop(k)
-    counts = {}
-    for i in k.instructions():
-        if first <= i.address <= last:
-            counts[i.opcode] = counts.get(i.opcode, 0) + 1
-    return counts
+    return k.opcodes_between(*main_loop(k))
 
 
 def mbarrier_ops(k) -> dict:
@@ -104,12 +97,7 @@ def _resources(target):
 
 def store_masked(mod):
     """The loads need no mask (TMA zero-fills), but C's store must still stop at the M and N edges."""
-    compared = compiled(mod, "sm_90").compared_arguments()
-    missing = {"M", "N"} - compared
-    if missing:
-        return (f"{' and '.join(sorted(missing))} never reach a comparison: TMA's zero fill covers loads only, so "
-                "the store of C needs its mask (rows < M, columns < N)")
-    return None
+    return store_mask_missing(compiled(mod, "sm_90"))
 
 
 # -- on a GPU ------------------------------------------------------------------------------------
@@ -174,18 +162,6 @@ def sanitizer_clean(mod):
 
 # -- figures -------------------------------------------------------------------------------------
 
-def against_v3(mod):
-    """This kernel's TFLOPS over lesson 13's (the cp.async ring it replaces), bf16 8192³, both timed in this run."""
-    from gluon_course.course import load_solution
-    from gluon_course.measure import Measurement
-
-    v3, v4 = (gemm_measure(8192, 8192, 8192, "bf16", label)(m)
-              for label, m in (("v3 bf16 8192³", load_solution("13")), ("v4 bf16 8192³", mod)))
-    ratio = v4.details["tflops"] / v3.details["tflops"]
-    return Measurement(ratio, f"{v4.details['tflops']:.0f} TFLOPS vs v3 {v3.details['tflops']:.0f}",
-                       {"v4_tflops": v4.details["tflops"], "v3_tflops": v3.details["tflops"]})
-
-
 DESIGN_RUN = (
     Reference(0.56, "of cuBLAS", "plain Triton tl.dot on the H200, bf16 8192³, DISABLE_MMA_V3=1 (mma.sync + cp.async): "
               "361–411 TFLOPS = 0.53–0.59× cuBLAS; this course's design run"),
@@ -240,7 +216,7 @@ CHECKS = LessonChecks(
         _figure("bf16_8192", "bf16 8192³", 8192, 8192, 8192, "bf16", headline=True),
         _figure("fp16_8192", "fp16 8192³", 8192, 8192, 8192, "fp16"),
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
-        Figure("vs_v3_bf16_8192", "v4 over v3, bf16 8192³", against_v3,
+        Figure("vs_v3_bf16_8192", "v4 over v3, bf16 8192³", speedup_over("13", "v3", "v4"),
                around_first_run(1.116, "439 vs 394 TFLOPS (v3)", WHY_V3, ceiling="v3", unit="× v3", below=0.75,
                                 target=TARGET_V3)),
     ],

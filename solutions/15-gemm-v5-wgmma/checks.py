@@ -2,12 +2,11 @@
 protection on a GPU, and the figures against cuBLAS and against lesson 14."""
 from triton.experimental.gluon import language as gl
 
-from gluon_course.course import load_module_file
+from gluon_course.course import load_checks, load_module_file
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import gemm_measure, refuses
+from gluon_course.grading.gemm import gemm_measure, refuses, speedup_over, store_mask_missing
 from gluon_course.machine import compile_cached, tensor_descriptor_type
 
-TOOLS = ("memcheck", "racecheck", "synccheck")
 GL_DTYPES = {"bf16": gl.bfloat16, "fp16": gl.float16}
 # Lesson 14's tile (its CONFIG) and one warpgroup, compiled as a launch of an 8192³ problem sees it.
 TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "STAGES": 3}
@@ -55,19 +54,12 @@ def compiled(mod, target="sm_90", dtype="bf16", tile=None):
 
 
 def main_loop(k):
-    """(first, last) address of the K loop: the backward branch whose body holds the wgmma instructions."""
-    spans = [(a, b) for a, b in k.loops() if any(a <= i.address <= b and i.opcode.startswith("HGMMA")
-                                                   for i in k.instructions())]
-    return min(spans, key=lambda s: s[1] - s[0])
+    """(first, last) address of the K loop: the smallest loop whose body holds the wgmma instructions."""
+    return k.loop_holding("HGMMA")
 
 
 def in_main_loop(k) -> dict:
-    first, last = main_loop(k)
-    counts = {}
-    for i in k.instructions():
-        if first <= i.address <= last:
-            counts[i.opcode] = counts.get(i.opcode, 0) + 1
-    return counts
+    return k.opcodes_between(*main_loop(k))
 
 
 def accumulator_layout(mod):
@@ -80,13 +72,17 @@ def accumulator_layout(mod):
     return None
 
 
-def wgmma_signature(mod):
+def signature(mod, compile=None, in_loop=None, mbarrier_ops=None) -> str | None:
+    """The wgmma K loop, bf16 and fp16: ``in_loop`` plus the HGMMA per K step, nothing left of ldmatrix or mma.sync,
+    and the producer's ``mbarrier_ops``. Lessons 16 and 17 call it with their own compile and counts."""
+    compile, in_loop = compile or compiled, IN_LOOP if in_loop is None else in_loop
+    mbarrier_ops = MBARRIER_OPS if mbarrier_ops is None else mbarrier_ops
     for dtype in ("bf16", "fp16"):
-        k = compiled(mod, "sm_90", dtype)
+        k = compile(mod, "sm_90", dtype)
         if not any(op.startswith("HGMMA") for op in k.opcodes()):
             return f"{dtype}: no HGMMA (wgmma) at all; the product must come from warpgroup_mma"
         loop = in_main_loop(k)
-        want = {**IN_LOOP, HGMMA[dtype]: MMA_PER_STEP}
+        want = {**in_loop, HGMMA[dtype]: MMA_PER_STEP}
         got = {op: loop.get(op, 0) for op in want}
         if got != want:
             return f"{dtype}: in the K loop {got}; expected {want}"
@@ -97,8 +93,8 @@ def wgmma_signature(mod):
         if left:
             return f"{dtype}: {left} left in the kernel: wgmma reads A and B from shared memory itself"
         ops = {op: n for op, n in sorted(k.opcodes().items()) if op.startswith(("UTMA", "SYNCS"))}
-        if ops != MBARRIER_OPS:
-            return f"{dtype}: TMA and mbarrier instructions {ops}; expected lesson 14's {MBARRIER_OPS}"
+        if ops != mbarrier_ops:
+            return f"{dtype}: TMA and mbarrier instructions {ops}; expected {mbarrier_ops}"
     return None
 
 
@@ -112,46 +108,15 @@ def resources(mod):
 
 
 def store_masked(mod):
-    missing = {"M", "N"} - compiled(mod).compared_arguments()
-    if missing:
-        return (f"{' and '.join(sorted(missing))} never reach a comparison: TMA's zero fill covers loads only, so "
-                "the store of C needs its mask (rows < M, columns < N)")
-    return None
+    return store_mask_missing(compiled(mod))
 
 
 # -- on a GPU ------------------------------------------------------------------------------------
 
-# Lesson 14's shapes: TMA needs K and N multiples of 8; odd M, tails of M, N and K past every tile edge.
-TMA_SHAPES = ((1, 8, 8), (17, 40, 72), (128, 128, 128), (1000, 1000, 1000), (4097, 136, 1000), (256, 512, 4104),
-              (127, 264, 64))
-SMALL = (129, 136, 200)
-CHILD_LIMIT_S = 90
-
-
-def small_launch(module_file: str) -> None:
-    """One launch of the module's matmul on a small odd shape (for a child process: a hang is killed there)."""
-    import torch
-
-    from gluon_course.measure.gemm import gemm_inputs
-
-    mod = load_module_file(module_file)
-    a, b = gemm_inputs(*SMALL, torch.bfloat16)
-    mod.matmul(a, b)
-    torch.cuda.synchronize()
-
-
-def correct_here(module_file: str) -> str | None:
-    """The correctness check itself (for a child process: a barrier that never completes hangs there)."""
-    from gluon_course.measure.gemm import check_gemm
-
-    mod = load_module_file(module_file)
-    return check_gemm(lambda a, b, c: mod.matmul(a, b, c), shapes=TMA_SHAPES)
-
-
-def correct(mod):
-    from gluon_course.measure.isolated import check_in_child
-
-    return check_in_child(f"{__file__}:correct_here", [mod.__file__], timeout=CHILD_LIMIT_S)
+# Lesson 14's GPU checks take any module with a TMA matmul: the odd shapes (K and N multiples of 8), every launch in
+# a child process with a time limit, and the sanitizer's small launch.
+V4 = load_checks("14")
+correct, sanitizer_clean, small_launch = V4.correct, V4.sanitizer_clean, V4.small_launch
 
 
 def launcher_refuses(mod):
@@ -168,25 +133,7 @@ def launcher_refuses(mod):
     })
 
 
-def sanitizer_clean(mod):
-    from gluon_course.measure.isolated import sanitizer_check
-
-    return sanitizer_check(f"{__file__}:small_launch", [mod.__file__], tools=TOOLS)
-
-
 # -- figures -------------------------------------------------------------------------------------
-
-def against_v4(mod):
-    """This kernel's TFLOPS over lesson 14's (the same TMA ring, mma.sync instead of wgmma), bf16 8192³."""
-    from gluon_course.course import load_solution
-    from gluon_course.measure import Measurement
-
-    v4, v5 = (gemm_measure(8192, 8192, 8192, "bf16", label)(m)
-              for label, m in (("v4 bf16 8192³", load_solution("14")), ("v5 bf16 8192³", mod)))
-    ratio = v5.details["tflops"] / v4.details["tflops"]
-    return Measurement(ratio, f"{v5.details['tflops']:.0f} TFLOPS vs v4 {v4.details['tflops']:.0f}",
-                       {"v5_tflops": v5.details["tflops"], "v4_tflops": v4.details["tflops"]})
-
 
 DESIGN_RUN = (
     Reference(0.97, "of cuBLAS", "a plain Gluon TMA + wgmma kernel, 3 stages, 128 × 256 × 64, 8 warps, on the H200, "
@@ -219,7 +166,7 @@ CHECKS = LessonChecks(
               "[16, 128, 16]", accumulator_layout),
         Check("wgmma_sm_90", "sm_90: 4 × HGMMA.64x128x16 per K step between one WARPGROUP.ARRIVE and one "
               "WARPGROUP.DEPBAR.LE, all in the loop; no LDSM, no HMMA, no proxy fence; lesson 14's TMA and "
-              "mbarrier ops (bf16 and fp16)", wgmma_signature, target="sm_90"),
+              "mbarrier ops (bf16 and fp16)", signature, target="sm_90"),
         Check("resources_sm_90", f"sm_90: {REGISTERS} registers (lesson 14: 198), no spills, {SHARED_BYTES} shared "
               "bytes", resources, target="sm_90"),
         Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
@@ -236,7 +183,7 @@ CHECKS = LessonChecks(
         _figure("bf16_8192", "bf16 8192³", 8192, 8192, 8192, "bf16", headline=True),
         _figure("fp16_8192", "fp16 8192³", 8192, 8192, 8192, "fp16"),
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
-        Figure("vs_v4_bf16_8192", "v5 over v4, bf16 8192³", against_v4,
+        Figure("vs_v4_bf16_8192", "v5 over v4, bf16 8192³", speedup_over("14", "v4", "v5"),
                Expectation(0.9, 2.5, "v4", WHY_V4, unit="× v4", target=TARGET_V4)),
     ],
 )

@@ -12,9 +12,9 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from gluon_course.validate import require_matmul_args, require_power_of_two
+from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.validate import require_matmul_args
 
 # Lesson 14's tile and ring: 128 × 128, BLOCK_K 32, 3 stages; the 4 warps are one warpgroup.
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "STAGES": 3}
@@ -97,54 +97,6 @@ def matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
     gl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
 
 
-TMA_RULE = ("TMA needs the start of every row 16-byte aligned: the base address and each row stride of A and B "
-            "must be multiples of 16 bytes")
-
-
-def tma_descriptor(name: str, t: torch.Tensor, block_shape: list) -> TensorDescriptor:
-    """A TMA descriptor for the 2D tensor ``t`` in tiles of ``block_shape``, or a ValueError naming TMA's rule."""
-    gl_dtype = gl.bfloat16 if t.dtype == torch.bfloat16 else gl.float16
-    row_bytes = t.stride(0) * t.element_size()
-    if row_bytes % 16 or t.data_ptr() % 16:
-        found = (f"its rows are {row_bytes} bytes apart" if row_bytes % 16 else
-                 f"it starts {t.data_ptr() % 16} bytes past a 16-byte boundary")
-        raise ValueError(
-            f"{name} ({t.shape[0]}×{t.shape[1]}): {found}; {TMA_RULE}. Pad K and N to multiples of "
-            f"{16 // t.element_size()} (zero columns appended to A and zero rows to B leave A·B unchanged; zero "
-            "columns appended to B give extra columns of C to slice off), or use lesson 13's cp.async kernel, "
-            "which takes any shape")
-    layout = gl.NVMMASharedLayout.get_default_for(block_shape, gl_dtype)
-    try:
-        return TensorDescriptor.from_tensor(t, block_shape, layout)
-    except AssertionError as e:      # TensorDescriptor checks with assert: turn it into a sentence
-        raise ValueError(f"{name} cannot be described for TMA: {e}; {TMA_RULE}") from None
-
-
-def check_tile_config(BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, num_warps: int, STAGES: int) -> None:
-    """Refuse a configuration wgmma or TMA cannot take, or a ring too short to overlap anything."""
-    for name, value in (("BLOCK_M", BLOCK_M), ("BLOCK_N", BLOCK_N), ("BLOCK_K", BLOCK_K), ("num_warps", num_warps)):
-        require_power_of_two(name, value)
-    if num_warps % 4 or BLOCK_M < 16 * num_warps:
-        raise ValueError(f"num_warps={num_warps} with BLOCK_M={BLOCK_M}: wgmma is issued by warpgroups of 4 warps, "
-                         "each warp owning 16 rows of every 64: num_warps a multiple of 4 and BLOCK_M ≥ 16 × num_warps")
-    if not (8 <= BLOCK_N <= 256) or BLOCK_K < 16:
-        raise ValueError(f"BLOCK_N={BLOCK_N}, BLOCK_K={BLOCK_K}: one wgmma covers 8 to 256 columns and 16 of K for "
-                         "bf16/fp16, so 8 ≤ BLOCK_N ≤ 256 and BLOCK_K ≥ 16")
-    if max(BLOCK_M, BLOCK_K) > 256:
-        raise ValueError(f"a TMA box has at most 256 elements along each side; {BLOCK_M} × {BLOCK_N} × {BLOCK_K} "
-                         "asks for more")
-    if not (isinstance(STAGES, int) and STAGES >= 2):
-        raise ValueError(f"STAGES={STAGES!r}: the ring needs at least 2 buffers, one read by the tensor cores while "
-                         "TMA fills the other")
-
-
-def require_hopper(t: torch.Tensor) -> None:
-    """wgmma exists on compute capability 9.x only: Blackwell's tensor cores take tcgen05 instead."""
-    if torch.version.hip is not None or torch.cuda.get_device_capability(t.device)[0] != 9:
-        raise RuntimeError(f"wgmma is Hopper's instruction (compute capability 9.x, e.g. H100, H200); this GPU is "
-                           f"{torch.cuda.get_device_name(t.device)}: use lesson 14's kernel (mma.sync) here")
-
-
 def matmul(a, b, c=None, **config):
     """C = A·B by wgmma, A and B copied by TMA into a ring of shared buffers; returns ``c``. The rows of A and B
     must start on 16-byte boundaries (K and N multiples of 8 for bf16 and fp16). Hopper only (sm_90)."""
@@ -156,7 +108,7 @@ def matmul(a, b, c=None, **config):
         raise TypeError(f"unknown config keys {sorted(unknown)}; matmul takes {sorted(CONFIG)}")
     cfg = {**CONFIG, **config}
     num_warps = cfg.pop("num_warps")
-    check_tile_config(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_warps, cfg["STAGES"])
+    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_warps, cfg["STAGES"])
     require_hopper(a)
     a_desc = tma_descriptor("a", a, [cfg["BLOCK_M"], cfg["BLOCK_K"]])
     b_desc = tma_descriptor("b", b, [cfg["BLOCK_K"], cfg["BLOCK_N"]])

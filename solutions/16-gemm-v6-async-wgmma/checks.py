@@ -2,7 +2,7 @@
 protection on a GPU, and the figures against cuBLAS and against lesson 15."""
 from gluon_course.course import load_checks
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
-from gluon_course.grading.gemm import gemm_measure
+from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing
 
 # Lesson 15's checks compile the kernel, find its loop and run the GPU checks for any module of this shape; this
 # lesson reuses them at its own tile and adds what is new: the wait depth and where the refill sits.
@@ -32,31 +32,18 @@ def compiled(mod, target="sm_90", dtype="bf16"):
 
 
 def wgmma_signature(mod):
+    problem = V5.signature(mod, compiled, IN_LOOP, MBARRIER_OPS)
+    if problem:
+        return problem
     for dtype in ("bf16", "fp16"):
         k = compiled(mod, "sm_90", dtype)
-        if not any(op.startswith("HGMMA") for op in k.opcodes()):
-            return f"{dtype}: no HGMMA (wgmma) at all; the product must come from warpgroup_mma"
-        loop = in_main_loop(k)
-        want = {**IN_LOOP, HGMMA[dtype]: MMA_PER_STEP}
-        got = {op: loop.get(op, 0) for op in want}
-        if got != want:
-            return f"{dtype}: in the K loop {got}; expected {want}"
-        hgmma = {op: n for op, n in k.opcodes().items() if op.startswith("HGMMA")}
-        if hgmma != {HGMMA[dtype]: MMA_PER_STEP}:
-            return f"{dtype}: {hgmma}; expected {MMA_PER_STEP} × {HGMMA[dtype]}, all in the K loop"
-        left = {op: n for op, n in k.opcodes().items() if op.startswith(ABSENT)}
-        if left:
-            return f"{dtype}: {left} left in the kernel: wgmma reads A and B from shared memory itself"
-        ops = {op: n for op, n in sorted(k.opcodes().items()) if op.startswith(("UTMA", "SYNCS"))}
-        if ops != MBARRIER_OPS:
-            return f"{dtype}: TMA and mbarrier instructions {ops}; expected lesson 15's {MBARRIER_OPS}"
         if k.count("WARPGROUP.DEPBAR.LE") != 2:
             return (f"{dtype}: {k.count('WARPGROUP.DEPBAR.LE')} × WARPGROUP.DEPBAR.LE; expected 2: one in the loop, "
                     "one after it for the last group")
     return None
 
 
-def _waits(k):
+def wgmma_waits(k):
     """(address, depth) of every WARPGROUP.DEPBAR.LE: the depth is how many groups may still be running."""
     return [(i.address, int(i.text.rsplit(",", 1)[1].strip().rstrip(";"), 0)) for i in k.instructions()
             if i.opcode == "WARPGROUP.DEPBAR.LE"]
@@ -65,8 +52,8 @@ def _waits(k):
 def wait_depth(mod):
     k = compiled(mod)
     first, last = main_loop(k)
-    inside = [d for a, d in _waits(k) if first <= a <= last]
-    after = [d for a, d in _waits(k) if a > last]
+    inside = [d for a, d in wgmma_waits(k) if first <= a <= last]
+    after = [d for a, d in wgmma_waits(k) if a > last]
     if inside != [1]:
         return (f"the loop waits with depth {inside} (WARPGROUP.DEPBAR.LE); expected [1]: warpgroup_mma_wait(1) lets "
                 "this step's products run on while the next tile is waited for (0 is lesson 15's synchronous wait)")
@@ -79,7 +66,7 @@ def refill_after_wait(mod):
     """The TMA refill of slot (i - 1) % STAGES must follow the wait that retires the products reading it."""
     k = compiled(mod)
     first, last = main_loop(k)
-    wait = [a for a, d in _waits(k) if first <= a <= last]
+    wait = [a for a, d in wgmma_waits(k) if first <= a <= last]
     copies = [i.address for i in k.instructions() if first <= i.address <= last and i.opcode == "UTMALDG.2D"]
     if not wait or not copies:
         return f"the loop has waits at {wait} and TMA copies at {copies}; expected one wait and two copies"
@@ -100,26 +87,10 @@ def resources(mod):
 
 
 def store_masked(mod):
-    missing = {"M", "N"} - compiled(mod).compared_arguments()
-    if missing:
-        return (f"{' and '.join(sorted(missing))} never reach a comparison: TMA's zero fill covers loads only, so "
-                "the store of C needs its mask (rows < M, columns < N)")
-    return None
+    return store_mask_missing(compiled(mod))
 
 
 # -- figures -------------------------------------------------------------------------------------
-
-def against_v5(mod):
-    """This kernel's TFLOPS over lesson 15's (the same tile, synchronous wgmma, 3 stages), bf16 8192³."""
-    from gluon_course.course import load_solution
-    from gluon_course.measure import Measurement
-
-    v5, v6 = (gemm_measure(8192, 8192, 8192, "bf16", label)(m)
-              for label, m in (("v5 bf16 8192³", load_solution("15")), ("v6 bf16 8192³", mod)))
-    ratio = v6.details["tflops"] / v5.details["tflops"]
-    return Measurement(ratio, f"{v6.details['tflops']:.0f} TFLOPS vs v5 {v5.details['tflops']:.0f}",
-                       {"v6_tflops": v6.details["tflops"], "v5_tflops": v5.details["tflops"]})
-
 
 WHY = ("provisional: set before this kernel ever ran on a GPU. Lesson 15's kernel with the products of one K step "
        "running while the next tile is waited for and the slot refilled; the design run's asynchronous wgmma kernel "
@@ -162,7 +133,7 @@ CHECKS = LessonChecks(
         _figure("bf16_8192", "bf16 8192³", 8192, 8192, 8192, "bf16", headline=True),
         _figure("fp16_8192", "fp16 8192³", 8192, 8192, 8192, "fp16"),
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
-        Figure("vs_v5_bf16_8192", "v6 over v5, bf16 8192³", against_v5,
+        Figure("vs_v5_bf16_8192", "v6 over v5, bf16 8192³", speedup_over("15", "v5", "v6"),
                Expectation(0.9, 2.5, "v5", WHY_V5, unit="× v5", target=TARGET_V5)),
     ],
 )

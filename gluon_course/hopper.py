@@ -1,0 +1,59 @@
+"""Host-side helpers of the Hopper GEMM lessons from 15 on: the TMA descriptor with its 16-byte rule (lesson 14 writes
+it as its exercise), the tile rules of wgmma, and the refusal of a GPU that has no wgmma. Each says what to do."""
+from __future__ import annotations
+
+import torch
+
+from .validate import require_power_of_two
+
+TMA_RULE = ("TMA needs the start of every row 16-byte aligned: the base address and each row stride of A and B "
+            "must be multiples of 16 bytes")
+
+
+def tma_descriptor(name: str, t: torch.Tensor, block_shape: list):
+    """A TMA descriptor for the 2D bf16/fp16 tensor ``t`` in tiles of ``block_shape`` (NVMMA-swizzled in shared
+    memory), or a ValueError naming TMA's rule and the way out. Lesson 14's ``tma_descriptor``, kept here."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    gl_dtype = gl.bfloat16 if t.dtype == torch.bfloat16 else gl.float16
+    row_bytes = t.stride(0) * t.element_size()
+    if row_bytes % 16 or t.data_ptr() % 16:
+        found = (f"its rows are {row_bytes} bytes apart" if row_bytes % 16 else
+                 f"it starts {t.data_ptr() % 16} bytes past a 16-byte boundary")
+        raise ValueError(
+            f"{name} ({t.shape[0]}×{t.shape[1]}): {found}; {TMA_RULE}. Pad K and N to multiples of "
+            f"{16 // t.element_size()} (zero columns appended to A and zero rows to B leave A·B unchanged; zero "
+            "columns appended to B give extra columns of C to slice off), or use lesson 13's cp.async kernel, "
+            "which takes any shape")
+    layout = gl.NVMMASharedLayout.get_default_for(block_shape, gl_dtype)
+    try:
+        return TensorDescriptor.from_tensor(t, block_shape, layout)
+    except AssertionError as e:      # TensorDescriptor checks with assert: turn it into a sentence
+        raise ValueError(f"{name} cannot be described for TMA: {e}; {TMA_RULE}") from None
+
+
+def require_wgmma_tile(BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, num_warps: int, STAGES: int) -> None:
+    """Refuse a tile wgmma or TMA cannot take, or a ring too short to overlap anything."""
+    for name, value in (("BLOCK_M", BLOCK_M), ("BLOCK_N", BLOCK_N), ("BLOCK_K", BLOCK_K), ("num_warps", num_warps)):
+        require_power_of_two(name, value)
+    if num_warps % 4 or BLOCK_M < 16 * num_warps:
+        raise ValueError(f"num_warps={num_warps} with BLOCK_M={BLOCK_M}: wgmma is issued by warpgroups of 4 warps, "
+                         "each warp owning 16 rows of every 64: num_warps a multiple of 4 and "
+                         "BLOCK_M ≥ 16 × num_warps")
+    if not (8 <= BLOCK_N <= 256) or BLOCK_K < 16:
+        raise ValueError(f"BLOCK_N={BLOCK_N}, BLOCK_K={BLOCK_K}: one wgmma covers 8 to 256 columns and 16 of K for "
+                         "bf16/fp16, so 8 ≤ BLOCK_N ≤ 256 and BLOCK_K ≥ 16")
+    if max(BLOCK_M, BLOCK_K) > 256:
+        raise ValueError(f"a TMA box has at most 256 elements along each side; {BLOCK_M} × {BLOCK_N} × {BLOCK_K} "
+                         "asks for more")
+    if not (isinstance(STAGES, int) and STAGES >= 2):
+        raise ValueError(f"STAGES={STAGES!r}: the ring needs at least 2 buffers, one read by the tensor cores while "
+                         "TMA fills the other")
+
+
+def require_hopper(t: torch.Tensor) -> None:
+    """wgmma exists on compute capability 9.x only: Blackwell's tensor cores take tcgen05 instead."""
+    if torch.version.hip is not None or torch.cuda.get_device_capability(t.device)[0] != 9:
+        raise RuntimeError(f"wgmma is Hopper's instruction (compute capability 9.x, e.g. H100, H200); this GPU is "
+                           f"{torch.cuda.get_device_name(t.device)}: use lesson 14's kernel (mma.sync) here")
