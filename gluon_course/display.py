@@ -97,11 +97,13 @@ def tflops_chart(bars: dict, title: str, library: float | None = None, library_l
     plt.show()
 
 
-def ratio_chart(figures: dict, title: str, provenance: str, ceiling: str = "cuBLAS", bar: dict | None = None):
+def ratio_chart(figures: dict, title: str, provenance: str, ceiling: str = "cuBLAS", bar: dict | None = None,
+                highlight: str | None = None):
     """Bars of same-run ratios (``{label: shown figure}`` whose ``value`` is a fraction of the ceiling timed in the
     same run, earlier versions first), each with the range of its pairs' ratios as a whisker, and the ceiling at 1.
     ``bar`` ({label: shown figure}) draws another kernel's ratio across the chart as a dashed line (plain Triton).
-    ``provenance`` (GPU and date) goes under the title: a chart of figures from different runs says so."""
+    ``provenance`` (GPU and date) goes under the title: a chart of figures from different runs says so. The bar
+    ``highlight`` (this lesson's) is drawn darker; None highlights none."""
     import matplotlib.pyplot as plt
 
     labels = list(figures)
@@ -109,7 +111,7 @@ def ratio_chart(figures: dict, title: str, provenance: str, ceiling: str = "cuBL
     low = [v - min(f.details.get("ratios", [v])) for v, f in zip(values, figures.values())]
     high = [max(f.details.get("ratios", [v])) - v for v, f in zip(values, figures.values())]
     fig, ax = plt.subplots(figsize=(max(5, 0.95 * len(labels) + 2), 3.5))
-    colours = ["#9DB7D5"] * (len(labels) - 1) + ["#4C78A8"]
+    colours = ["#4C78A8" if label == highlight else "#9DB7D5" for label in labels]
     drawn = ax.bar(labels, values, color=colours, yerr=[low, high], capsize=3, ecolor="#555555")
     ax.axhline(1.0, color="#E45756", linestyle="--", linewidth=1.5)
     ax.text(-0.45, 1.01, f"{ceiling} (same run) = 1", va="bottom", ha="left", color="#E45756", fontsize=9)

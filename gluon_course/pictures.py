@@ -510,3 +510,15 @@ def _column_label(r: dict) -> str:
         word = {"expect": "expect\n", "arrive": "arrive\n", "phase complete": f"phase {r.get('completed')}\ndone",
                 "wait": f"wait\np{r.get('waited_parity')}"}.get(what, what + "\n")
     return f"{word}\nt{r['t']}"
+
+
+def show(fig, dpi: int = 100) -> None:
+    """Show a figure made here in a notebook, as a PNG (these figures are made without pyplot, so they never change a
+    notebook's backend; IPython shows them once given their bytes)."""
+    import io
+
+    from IPython.display import Image, display
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    display(Image(buffer.getvalue()))

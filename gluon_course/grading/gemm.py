@@ -32,19 +32,41 @@ def gemm_measure(M: int, N: int, K: int, dtype: str, label: str, **config) -> Ca
     return measure
 
 
+# The trials the ranges of lessons 15-19 were drawn from: the same kernels at the same configurations, each figure the
+# median of 3 interleaved pairs against cuBLAS, on an otherwise idle H200 (tools/gpu/tune.py; results/trials/).
+TRIAL_RUN = ("NVIDIA H200, Triton 3.9.0, torch 2.11.0+cu130, 2026-12-01, trials of the lessons' kernels "
+             "(results/trials/nvidia-h200-2026-12-01-wgmma-tiles-and-prototypes.json and …-v9-tiles.json)")
+
+
 def around_first_run(value: float, text: str, why: str, references: tuple[Reference, ...] = (),
                      target: CourseTarget | None = None, ceiling: str = "cuBLAS", unit: str | None = None,
-                     below: float = BELOW, above: float = ABOVE) -> Expectation:
-    """The expectation for a figure whose first clean run measured ``value`` (``text`` says how much of what):
-    ``below``–``above`` times it, ``why`` first, the run's provenance after it."""
+                     below: float = BELOW, above: float = ABOVE, run: str = FIRST_RUN) -> Expectation:
+    """The expectation for a figure whose first clean run (``run``, by default lessons 10-14's) measured ``value``
+    (``text`` says how much of what): ``below``–``above`` times it, ``why`` first, the run's provenance after it."""
     if not value > 0:
         raise ValueError(f"the first run's figure must be a positive number, not {value!r}")
     shown = f"{100 * value:.1f}% of {ceiling}" if unit is None else f"{value:g} {unit}"
-    full_why = (f"{why}. The first clean run ({FIRST_RUN}) measured {text} = {shown}; the range runs from "
+    full_why = (f"{why}. The first clean run ({run}) measured {text} = {shown}; the range runs from "
                 f"{below:g}× to {above:g}× that, room for the other GPUs of the class")
-    first = Reference(round(value, 4), f"of {ceiling}" if unit is None else unit, f"{FIRST_RUN}: {text}")
+    first = Reference(round(value, 4), f"of {ceiling}" if unit is None else unit, f"{run}: {text}")
     return Expectation(round(value * below, 4), round(value * above, 4), ceiling, full_why, (first, *references),
                        unit=unit, target=target)
+
+
+def from_trial(trial: dict, key: str, why: str, references: tuple[Reference, ...] = (), **kw) -> Expectation:
+    """The range of figure ``key`` around its value in ``trial`` ({key: (value, text)}, the lesson's figures as the
+    H200 trials measured them; see TRIAL_RUN). A figure no trial measured names the one it borrows instead,
+    ``{key: ("bf16_8192",)}``: its range is drawn around that figure's value, 0.5× to 1.5×, and says so."""
+    entry = trial[key]
+    if len(entry) == 1:
+        value, text = trial[entry[0]]
+        why = (f"{why}. No trial measured this figure: the range is drawn around the trial's {entry[0]} "
+               f"({text}), from 0.5× to 1.5×")
+        kw = {"below": 0.5, "above": 1.5, **kw}
+        text = f"{entry[0]}: {text}"
+    else:
+        value, text = entry
+    return around_first_run(value, text, why, references, run=TRIAL_RUN, **kw)
 
 
 def refuses(cases: dict) -> str | None:
@@ -80,8 +102,8 @@ def plain_triton_measure(M: int, N: int, K: int, dtype: str = "bf16") -> Callabl
 
         torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
         m = gemm_figure(plain_triton.matmul, M, N, K, torch_dtype, label="plain Triton")
+        # Which configuration the autotuner chose is a measurement too: in the details, not in the text.
         m.details["chosen"] = plain_triton.chosen_config(M, N, K)
-        m.text += f" ({m.details['chosen']})"
         return m
     return measure
 
@@ -109,15 +131,15 @@ def sweep_measure(version: str, against: str = "library", dtype: str = "bf16", *
                 m = gemm_figure(run, *shape, torch_dtype, label=f"{version} {shape}")
             else:
                 m = paired_speedup(run, plain_triton.matmul, *shape, torch_dtype, label=f"{version} over plain Triton")
-                m.text = (f"{m.details['tflops']:.0f} TFLOPS vs plain Triton {m.details['before_tflops']:.0f} "
-                          f"({plain_triton.chosen_config(*shape)})")
+                m.text = f"{m.details['tflops']:.0f} TFLOPS vs plain Triton's {m.details['before_tflops']:.0f} TFLOPS"
+                m.details["triton_config"] = plain_triton.chosen_config(*shape)
             ratios[shape], texts[shape], spreads[shape] = m.value, m.text, m.details["spread"]
         summary = summarise(ratios, texts)
         (worst_shape, worst) = summary.worst
         shape_text = "×".join(map(str, worst_shape))
         name = "plain Triton" if against == "triton" else "the library"
-        return Measurement(summary.geomean, f"geomean {summary.geomean:.2f}× {name}, worst {worst:.2f}× at "
-                                            f"{shape_text}",
+        # The worst shape is in the details, not the text: which shape is worst may change from run to run.
+        return Measurement(summary.geomean, f"geomean {summary.geomean:.2f}× {name}, worst {worst:.2f}×",
                            {"ratios": {"×".join(map(str, s)): r for s, r in ratios.items()},
                             "texts": {"×".join(map(str, s)): t for s, t in texts.items()},
                             "spreads": {"×".join(map(str, s)): v for s, v in spreads.items()},
@@ -160,7 +182,7 @@ def speedup_over(previous_lesson: str, previous: str, this: str, M: int = 8192, 
         torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
         m = paired_speedup(lambda a, b, c: mod.matmul(a, b, c), lambda a, b, c: before.matmul(a, b, c, **(previous_config or {})), M, N, K,
                            torch_dtype, label=f"{this} over {previous}")
-        m.text = f"{m.details['tflops']:.0f} TFLOPS vs {previous} {m.details['before_tflops']:.0f}"
+        m.text = f"{m.details['tflops']:.0f} TFLOPS vs {previous}'s {m.details['before_tflops']:.0f} TFLOPS"
         m.details[f"{this}_tflops"], m.details[f"{previous}_tflops"] = m.details["tflops"], m.details["before_tflops"]
         return m
     return measure

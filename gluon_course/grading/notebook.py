@@ -127,11 +127,12 @@ class Lab:
         return {k: self.figure(k) for k in keys}
 
     def versions_chart(self, key: str = "bf16_8192", first: str = "10", triton: tuple | None = ("17", "triton_bf16_8192"),
-                       title: str = "bf16 8192³: each GEMM version so far") -> None:
+                       title: str = "bf16 8192³: each GEMM version so far", extra: dict | None = None) -> None:
         """Every GEMM version from lesson ``first`` to this one, each bar the version's figure ``key`` as a fraction
         of cuBLAS timed in the same run as it (this lesson's live on a GPU, the others' as recorded), its pairs'
         range as a whisker; plain Triton's recorded ratio as a line once lesson 17 has measured it. The subtitle says
-        which runs the bars come from."""
+        which runs the bars come from. ``extra``: {label: (lesson, figure key)} more bars after a version's own (a
+        variant, a ceiling), each also a fraction of cuBLAS from its own run."""
         import contextlib
         import io
 
@@ -150,6 +151,17 @@ class Lab:
                 continue
             bars[label] = shown
             stamps.add("this run" if self.live and number == self.lesson.number else self._stamp(number, key))
+            for extra_label, (extra_number, extra_key) in (extra or {}).items():
+                if extra_number == number:
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        other = (self if number == self.lesson.number else Lab(number, show_header=False)).figure(
+                            extra_key, quiet=True)
+                    if other.value == other.value:
+                        d = other.details
+                        if self.checks_of(number).figure(extra_key).expect.unit is not None and d.get("library_tflops"):
+                            # A figure in TFLOPS: its share of the library timed in the same process.
+                            other = Shown(other.key, d["tflops"] / d["library_tflops"], other.text, other.verdict, {})
+                        bars[extra_label] = other
         line = {}
         if triton is not None and triton[0] <= self.lesson.number:
             with contextlib.redirect_stdout(io.StringIO()):
@@ -160,8 +172,14 @@ class Lab:
         if missing:
             print("not recorded yet (no bar):", ", ".join(missing))
         if bars:
+            this = next((label for label, f in bars.items() if f is not None and
+                         self.lesson.title.split(": ")[0].replace("GEMM ", "") == label), None)
             ratio_chart(bars, title, "each bar a ratio to cuBLAS timed in its own run: " + "; ".join(sorted(stamps)),
-                        bar=line)
+                        bar=line, highlight=this)
+
+    @staticmethod
+    def checks_of(number: str):
+        return load_checks(number).CHECKS
 
     @staticmethod
     def _stamp(number: str, key: str) -> str:

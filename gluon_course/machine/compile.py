@@ -530,14 +530,18 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
         with _captured_stderr() as diagnostics:
             compiled = triton.compile(source, target=target_named(target), options=opts)
     except CompilationError as e:
-        # A call into another @gluon.jit function wraps the callee's error in one with no message of its own.
-        inner = e
-        while getattr(inner, "error_message", None) is None and isinstance(inner.__cause__, CompilationError):
-            inner = inner.__cause__
+        # A call into another @gluon.jit function wraps the callee's error in one with no message of its own (and a
+        # warp-specialized partition wraps it twice, the outer one's message a source excerpt): the innermost error
+        # that has a message of its own is the one that says what is wrong.
+        inner, walk = e, e
+        while isinstance(walk.__cause__, CompilationError):
+            walk = walk.__cause__
+            if getattr(walk, "error_message", None):
+                inner = walk
         message = getattr(inner, "error_message", None) or str(e).strip().splitlines()[-1]
         if directory and target in AMD_TARGETS:
             _store_failure(directory, key, message, str(e))
-        raise CompileFailed(name, target, message, str(e), location=_frontend_location(e, source)) from None
+        raise CompileFailed(name, target, message, str(e), location=_frontend_location(inner, source)) from None
     except RuntimeError as e:
         # MLIR reports a failed pass on the process's stderr (C++), then raises "PassManager::run failed":
         # the sentence worth showing is the first "error:" line of that report.

@@ -284,7 +284,7 @@ def paired_speedup(launch, before, M: int = 8192, N: int = 8192, K: int = 8192, 
     del a, b, c
     free_cache()
     now, then = tflops(M, N, K, timed.kernel), tflops(M, N, K, timed.ceiling)
-    return Measurement(timed.ratio, f"{now:.0f} TFLOPS vs {then:.0f}",
+    return Measurement(timed.ratio, f"{now:.0f} TFLOPS vs {then:.0f} TFLOPS",
                        {"tflops": now, "before_tflops": then, **timed.details()})
 
 

@@ -448,6 +448,12 @@ def _nothing(*args, **kwargs):
     return None
 
 
+def _static_assert(condition, message="", *args, **kwargs):
+    """A compile-time assertion: the compiler stops on it, and so does the model (an open gap of a starter)."""
+    if not bool(value_of(condition)):
+        raise NotImplementedError(str(message) or "a gl.static_assert failed")
+
+
 def _static_range(*args):
     return range(*(int(a) for a in args))
 
@@ -496,7 +502,7 @@ GL = {
     "maximum": _maximum, "where": _where, "static_range": _static_range, "expand_dims": _expand_dims,
     "sum": _sum, "dot_fma": _dot_fma, "allocate_shared_memory": allocate_shared_memory, "barrier": _nothing,
     "warp_specialize": warp_specialize, "multiple_of": _identity, "max_contiguous": _identity,
-    "max_constancy": _identity, "assume": _nothing, "static_assert": _nothing, "cast": _cast, "reshape": _reshape,
+    "max_constancy": _identity, "assume": _nothing, "static_assert": _static_assert, "cast": _cast, "reshape": _reshape,
     "permute": _permute,
 }
 

@@ -7,7 +7,7 @@ waited until every store had left. Here the epilogue goes through shared memory:
 into a shared buffer, fence, and hand it to TMA (``tma.async_store``), which writes it to global memory on its own
 while the consumers start the next tile; they wait for that store only when they need the buffer again, one tile
 later (``tma.store_wait``). The launcher also takes B as the transpose of an N × K matrix (how ``nn.Linear`` keeps
-its weights): wgmma reads either from shared memory, so only the descriptor and a ``permute`` of the slot change.
+its weights): wgmma reads either from shared memory, so only the TMA descriptor and a ``permute`` of the slot change.
 """
 import torch
 import triton

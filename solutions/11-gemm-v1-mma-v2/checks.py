@@ -204,7 +204,7 @@ def sanitizer_clean(mod):
 def mma_peak(mod):
     rate = mod.mma_peak_tflops()
     library = library_tflops(8192, 8192, 8192, torch.bfloat16)
-    return Measurement(rate, f"{rate:.0f} TFLOPS (cuBLAS bf16 8192³: {library:.0f})",
+    return Measurement(rate, f"{rate:.0f} TFLOPS (cuBLAS bf16 8192³: {library:.0f} TFLOPS)",
                        {"tflops": rate, "library_tflops": library})
 
 

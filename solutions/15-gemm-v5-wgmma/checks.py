@@ -5,7 +5,7 @@ from triton.experimental.gluon import language as gl
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
-from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing, sweep_measure
+from gluon_course.grading.gemm import from_trial, gemm_measure, speedup_over, store_mask_missing, sweep_measure
 from gluon_course.grading.gemm_kernel import GemmKernel
 
 # Lesson 14's tile (its CONFIG) and one warpgroup, compiled as a launch of an 8192³ problem sees it.
@@ -116,18 +116,21 @@ def sanitizer_clean(mod):
 # -- figures -------------------------------------------------------------------------------------
 
 DESIGN_RUN = tma_gemm.DESIGN_RUN
-WHY = ("provisional: set before this kernel ever ran on a GPU. wgmma removes the ldmatrix loads and issues 4 "
-       "instructions per K step instead of 64, but here each call waits for its own products before the next "
-       "iteration starts (synchronous), so the tensor cores idle during every wait and barrier; expected between "
-       "lesson 14 (0.69× recorded) and the design run's asynchronous wgmma kernel (0.97×). Wide until the first run")
-WHY_V4 = ("provisional: set before this kernel ever ran on a GPU. Lesson 14's kernel at the same tile and ring, "
-          "timed in the same process: only the consumer differs")
+WHY = ("wgmma removes the ldmatrix loads and issues 4 instructions per K step instead of 64, but here each call waits "
+       "for its own products before the next iteration starts (synchronous), so the tensor cores idle during every "
+       "wait and barrier")
+WHY_V4 = ("lesson 14's kernel at the same tile and ring, timed in the same process: only the consumer differs. The gate "
+          "starts below 1: a correct kernel need not win on every GPU of the class")
 TARGET_V4 = CourseTarget(1.0, why="v5 faster than v4: the tensor cores' own instruction instead of mma.sync")
+# The H200 trial of this kernel at its CONFIG (grading.gemm.TRIAL_RUN); v4's figure from lessons 10-14's first run.
+TRIAL = {"bf16_8192": (0.740, "v5 at CONFIG, 515 TFLOPS vs cuBLAS 692"), "fp16_8192": ("bf16_8192",),
+         "bf16_4096": ("bf16_8192",), "sweep_bf16": ("bf16_8192",),
+         "vs_v4_bf16_8192": (1.217, "v5 0.740 (this trial) over v4 0.608 (lessons 10-14's first run)")}
 
 
 def _figure(key, title, M, N, K, dtype_name, headline=False):
     return Figure(key, title, gemm_measure(M, N, K, dtype_name, f"v5 wgmma {dtype_name}"),
-                  Expectation(0.45, 1.05, "cuBLAS", WHY, DESIGN_RUN), headline=headline)
+                  from_trial(TRIAL, key, WHY, DESIGN_RUN), headline=headline)
 
 
 CHECKS = LessonChecks(
@@ -159,9 +162,9 @@ CHECKS = LessonChecks(
         _figure("fp16_8192", "fp16 8192³", 8192, 8192, 8192, "fp16"),
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
         Figure("vs_v4_bf16_8192", "v5 over v4, bf16 8192³", speedup_over("14", "v4", "v5"),
-               Expectation(0.9, 2.5, "v4", WHY_V4, unit="× v4", target=TARGET_V4)),
+               from_trial(TRIAL, "vs_v4_bf16_8192", WHY_V4, ceiling="v4", unit="× v4", below=0.75, target=TARGET_V4)),
         Figure("sweep_bf16", "bf16 sweep, geomean", sweep_measure("v5"),
-               Expectation(0.45, 1.1, "cuBLAS", WHY + "; the geomean of the 7 sweep shapes", tma_gemm.DESIGN_RUN)),
+               from_trial(TRIAL, "sweep_bf16", WHY + "; the geomean of the 7 sweep shapes", DESIGN_RUN)),
     ],
 )
 

@@ -80,7 +80,8 @@ def matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
         load_tiles(a_desc, b_desc, ready, a_ring, b_ring, pid_m * BLOCK_M, pid_n * BLOCK_N, i + STAGES - 1,
                    STAGES, i + STAGES - 1 < k_tiles)
         ### BEGIN SOLUTION: multiply tile i's slots of A and B into acc with one wgmma call (shared memory in, registers out)
-        # The operands are the shared-memory slots themselves: wgmma reads them through their layout descriptor.
+        # The operands are the shared-memory slots themselves: wgmma reads them through a 64-bit matrix descriptor
+        # (address and swizzle of the tile in shared memory), which the compiler builds from the slot's layout.
         # Synchronous here: the call returns once the product is in acc (lesson 16 lets it run on).
         acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc)
         ### END SOLUTION

@@ -3,7 +3,7 @@ store inside the tile loop, as many programs as fit), the grouped order evaluate
 correctness and hang protection on a GPU, and the figures against cuBLAS and against lesson 16."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
-from gluon_course.grading.gemm import (gemm_measure, plain_triton_measure, speedup_over, store_mask_missing,
+from gluon_course.grading.gemm import (from_trial, gemm_measure, plain_triton_measure, speedup_over, store_mask_missing,
                                        sweep_measure)
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine.occupancy import occupancy_of
@@ -154,17 +154,24 @@ def sanitizer_clean(mod):
 
 # -- figures -------------------------------------------------------------------------------------
 
-WHY = ("provisional: set before this kernel ever ran on a GPU. Lesson 16's pipeline in a persistent grid visiting "
-       "tiles in grouped order; the design run's asynchronous wgmma kernel (128 × 256 × 64, 8 warps, grouped order) "
-       "reached 0.97× cuBLAS. Wide until the first run")
-WHY_V6 = ("provisional: set before this kernel ever ran on a GPU. Lesson 16's kernel timed in the same process; a "
-          "persistent grid need not win at every size, so the gate starts below 1")
-TARGET_V6 = CourseTarget(1.0, why="v7 at least as fast as v6: tiles shared in L2, no start-up per tile")
+WHY = ("lesson 16's pipeline in a persistent grid, one program per SM, visiting tiles in grouped order")
+WHY_V6 = ("lesson 16's kernel timed in the same process; a persistent grid need not win at every size, so the gate starts "
+          "below 1")
+WHY_TRITON = ("plain Triton is the bar from v7 on: the course's tl.dot kernel in grouped order, autotuned over 6 "
+              "configurations (gluon_course/measure/plain_triton.py), timed against cuBLAS in the same process")
+TARGET = CourseTarget(0.90, why="the course's target for v7: 90% of cuBLAS at 8192³")
+TARGET_V6 = CourseTarget(1.0, why="v7 at least as fast as v6: tiles shared in L2, barriers set up once per program")
+# The H200 trial of this kernel at its CONFIG, of lesson 16's and of plain Triton (grading.gemm.TRIAL_RUN).
+TRIAL = {"bf16_8192": (0.962, "v7 at 128 × 256 × 64, 4 slots, 1 program per SM, 652 TFLOPS vs cuBLAS 679"),
+         "fp16_8192": ("bf16_8192",), "bf16_4096": ("bf16_8192",), "sweep_bf16": ("bf16_8192",),
+         "vs_v6_bf16_8192": (1.034, "v7 0.962 over v6 0.930, both of cuBLAS in the trial"),
+         "triton_bf16_8192": (0.952, "plain Triton autotuned, 647 TFLOPS vs cuBLAS 680"),
+         "over_triton_sweep": (1.011, "v7 0.962 over plain Triton 0.952 at 8192³ (no sweep of v7 was tried)")}
 
 
-def _figure(key, title, M, N, K, dtype_name, headline=False):
+def _figure(key, title, M, N, K, dtype_name, headline=False, target=None):
     return Figure(key, title, gemm_measure(M, N, K, dtype_name, f"v7 persistent {dtype_name}"),
-                  Expectation(0.5, 1.1, "cuBLAS", WHY, tma_gemm.DESIGN_RUN), headline=headline)
+                  from_trial(TRIAL, key, WHY, tma_gemm.DESIGN_RUN, target=target), headline=headline)
 
 
 CHECKS = LessonChecks(
@@ -196,21 +203,18 @@ CHECKS = LessonChecks(
               "129×520×200 launch on 2 programs (3 tiles each)", sanitizer_clean, gpu=True),
     ],
     figures=[
-        _figure("bf16_8192", "bf16 8192³", 8192, 8192, 8192, "bf16", headline=True),
+        _figure("bf16_8192", "bf16 8192³", 8192, 8192, 8192, "bf16", headline=True, target=TARGET),
         _figure("fp16_8192", "fp16 8192³", 8192, 8192, 8192, "fp16"),
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
         Figure("vs_v6_bf16_8192", "v7 over v6, bf16 8192³", speedup_over("16", "v6", "v7"),
-               Expectation(0.8, 2.0, "v6", WHY_V6, unit="× v6", target=TARGET_V6)),
+               from_trial(TRIAL, "vs_v6_bf16_8192", WHY_V6, ceiling="v6", unit="× v6", below=0.75, target=TARGET_V6)),
         Figure("sweep_bf16", "bf16 sweep, geomean", sweep_measure("v7"),
-               Expectation(0.5, 1.1, "cuBLAS", WHY + "; the geomean of the 7 sweep shapes", tma_gemm.DESIGN_RUN)),
+               from_trial(TRIAL, "sweep_bf16", WHY + "; the geomean of the 7 sweep shapes", tma_gemm.DESIGN_RUN)),
         Figure("triton_bf16_8192", "plain Triton, bf16 8192³", plain_triton_measure(8192, 8192, 8192),
-               Expectation(0.5, 1.1, "cuBLAS", "plain Triton is the bar from v7 on: the course's tl.dot kernel in "
-                           "grouped order, autotuned over 6 configurations (gluon_course/measure/plain_triton.py), "
-                           "timed against cuBLAS in the same process; a trial on the H200 read 0.95× "
-                           "(results/trials/nvidia-h200-2026-12-01-wgmma-tiles-and-prototypes.json)")),
+               from_trial(TRIAL, "triton_bf16_8192", WHY_TRITON)),
         Figure("over_triton_sweep", "over plain Triton, sweep geomean", sweep_measure("v7", against="triton"),
-               Expectation(0.5, 1.5, "plain Triton", "provisional: the course's plain-Triton kernel timed in the same "
-                           "process, per shape; geomean of the 7 shapes' ratios", unit="× plain Triton",
-                           target=CourseTarget(1.0, why="faster than plain Triton"))),
+               from_trial(TRIAL, "over_triton_sweep", "the course's plain-Triton kernel timed in the same process, per "
+                          "shape; the geomean of the 7 shapes' ratios", ceiling="plain Triton", unit="× plain Triton",
+                          below=0.75, target=CourseTarget(1.0, why="faster than plain Triton"))),
     ],
 )

@@ -1,0 +1,88 @@
+"""The README's test command must pass on a GPU machine: nbval compares a notebook re-executed live with the outputs of
+the recording, so every measured number has to be masked (tests/nbval_sanitize.cfg) while every verdict and every
+deterministic count still compares exactly. Shown here on the CPU by replaying a GEMM notebook's figure cells
+against recorded figures that are 20% higher or lower (nbval must pass, as for a live run on another day) and
+against one figure outside its range (nbval must fail: a verdict changed)."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from gluon_course.course import lesson, repo_root
+from gluon_course.grading import records
+
+LESSON = "14"                    # a recorded GEMM notebook
+FIGURE_CELLS = ("lab.figures()", "lab.versions_chart(", "Lab(\"")
+
+
+def _figure_notebook(path) -> None:
+    """The lesson's notebook, cut to its set-up cell and the cells that show figures (with their committed outputs)."""
+    nb = nbformat.read(lesson(LESSON).notebook_path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    keep = [code[0]] + [c for c in code[1:] if any(m in c.source for m in FIGURE_CELLS[:2])]
+    assert len(keep) >= 2, "the notebook has no figure cells to replay"
+    nb.cells = keep
+    nbformat.write(nb, path)
+
+
+def _scaled_text(text: str, factor: float) -> str:
+    """Every number in a figure's text scaled, as a live run on another day would print other numbers."""
+    def scale(m):
+        value = float(m.group(0)) * factor
+        return f"{value:.{len(m.group(0).split('.')[1])}f}" if "." in m.group(0) else f"{value:.0f}"
+    return re.sub(r"(?<![\w.])\d+(?:\.\d+)?", scale, text)
+
+
+def _results(tmp_path, factor: float, flip: str | None = None):
+    """A copy of results/ whose figures of lessons 10-14 are ``factor`` times the recorded ones; ``flip``: one figure
+    put far below its range."""
+    folder = tmp_path / "results"
+    shutil.copytree(records.results_dir(), folder)
+    path = folder / f"{records.DEFAULT_RECORDING}.json"
+    data = json.loads(path.read_text())
+    for key, entry in data["figures"].items():
+        if entry.get("kind") != "figure" or not "10" <= key.split("/")[0] <= LESSON:
+            continue
+        entry["value"] *= 0.1 if key == flip else factor
+        entry["text"] = _scaled_text(entry["text"], factor)
+        entry["details"] = {k: (v * factor if isinstance(v, float) and "tflops" in k else v)
+                            for k, v in entry.get("details", {}).items()}
+    path.write_text(json.dumps(data))
+    return folder
+
+
+def _nbval(notebook, results) -> subprocess.CompletedProcess:
+    env = {"GLUON_COURSE_RESULTS_DIR": str(results), "PATH": "/usr/bin:/bin"}
+    import os
+
+    env = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "--nbval-sanitize-with",
+                           str(repo_root() / "tests" / "nbval_sanitize.cfg"), str(notebook), "-q",
+                           "-p", "no:cacheprovider"], cwd=notebook.parent, capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def figure_notebook(tmp_path_factory):
+    if not records.load()["figures"].get(f"{LESSON}/bf16_8192"):
+        pytest.skip(f"lesson {LESSON} is not recorded")
+    folder = tmp_path_factory.mktemp("replay")
+    path = folder / "figures.ipynb"
+    _figure_notebook(path)
+    return path
+
+
+@pytest.mark.parametrize("factor", [0.8, 1.2])
+def test_figures_20_percent_off_still_pass_nbval(figure_notebook, tmp_path, factor):
+    run = _nbval(figure_notebook, _results(tmp_path, factor))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+
+
+def test_a_flipped_verdict_fails_nbval(figure_notebook, tmp_path):
+    run = _nbval(figure_notebook, _results(tmp_path, 1.0, flip=f"{LESSON}/bf16_8192"))
+    assert run.returncode != 0, "nbval passed although a figure's verdict changed from ✓ in range to ✗ below"
+    assert "✗ below" in run.stdout, run.stdout[-3000:]
