@@ -17,8 +17,9 @@ BELOW, ABOVE = 0.6, 1.5
 DTYPE_NAMES = ("bf16", "fp16")
 
 
-def gemm_measure(M: int, N: int, K: int, dtype: str, label: str, **config) -> Callable:
-    """A Figure's ``measure``: the lesson module's ``matmul(a, b, c, **config)`` as a fraction of the library."""
+def gemm_measure(M: int, N: int, K: int, dtype: str, label: str, b_layout: str = "row", **config) -> Callable:
+    """A Figure's ``measure``: the lesson module's ``matmul(a, b, c, **config)`` as a fraction of the library;
+    ``b_layout="col"`` hands it B as the transpose of an N × K matrix (the library gets the same B)."""
     if dtype not in DTYPE_NAMES:
         raise ValueError(f"dtype is one of {DTYPE_NAMES}, not {dtype!r}")
 
@@ -28,7 +29,8 @@ def gemm_measure(M: int, N: int, K: int, dtype: str, label: str, **config) -> Ca
         from ..measure.gemm import gemm_figure
 
         torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-        return gemm_figure(lambda a, b, c: mod.matmul(a, b, c, **config), M, N, K, torch_dtype, label=label)
+        return gemm_figure(lambda a, b, c: mod.matmul(a, b, c, **config), M, N, K, torch_dtype, label=label,
+                           b_layout=b_layout)
     return measure
 
 
