@@ -59,12 +59,30 @@ def correct(mod, shapes=TMA_SHAPES) -> str | None:
 PERSISTENT_SMALL = (129, 520, 200, 2)
 
 
-def sanitizer_clean(mod, shape=SMALL) -> str | None:
+def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False):
     """compute-sanitizer memcheck, racecheck and synccheck on one small launch (each in its own child process);
-    ``shape`` is (M, N, K) or (M, N, K, programs) for a persistent launcher."""
+    ``shape`` is (M, N, K) or (M, N, K, programs) for a persistent launcher.
+
+    ``warp_specialized``: racecheck cannot see the order that mbarriers give, and Triton 3.9.0's warp specialization
+    keeps a word of shared memory that the default partition writes before its exit barrier and the workers read after
+    their start barrier (the code sits at the kernel's ``def`` line: it is the compiler's, not the lesson's). racecheck
+    reports that pair now and then (seen on an H200: 0, 1 and 3 hazards in three runs of one launch). Such a report,
+    with both accesses at the kernel's ``def`` line, passes with a note saying so; any hazard elsewhere fails."""
     from ..measure.isolated import sanitizer_check
 
-    return sanitizer_check(f"{__file__}:small_launch", [mod.__file__, *shape], tools=SANITIZER_TOOLS)
+    if not warp_specialized:
+        return sanitizer_check(f"{__file__}:small_launch", [mod.__file__, *shape], tools=SANITIZER_TOOLS)
+    import inspect
+
+    lines, first = inspect.getsourcelines(mod.matmul_kernel.fn)
+    def_line = first + next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
+    file = os.path.basename(mod.__file__)
+    problem = sanitizer_check(f"{__file__}:small_launch", [mod.__file__, *shape], tools=SANITIZER_TOOLS,
+                              ignore_race_at=f"{file}:{def_line}")
+    return problem
+
+
+
 
 
 def sanitizer_command(lesson_file: str, tool: str = "racecheck", shape=SMALL) -> str:

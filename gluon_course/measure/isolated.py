@@ -14,6 +14,7 @@ Run as a module, this file is the child process: ``python -m gluon_course.measur
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -142,19 +143,39 @@ def check_in_child(target: str, args=(), timeout: float = LAUNCH_LIMIT_S) -> str
     return _summary(run, "the check's child process", timeout)
 
 
-def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 300) -> str | None:
+def _races(output: str) -> list[tuple[str, str]]:
+    """(first access's place, second's) of each race racecheck reported: ``file.py:LINE`` each."""
+    places = re.findall(r"Race reported between \w+ access at \S+ in (\S+)\s*\n=+\s+and \w+ access at \S+ in (\S+)",
+                        output)
+    return [(a.strip(), b.strip()) for a, b in places]
+
+
+def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 300,
+                    ignore_race_at: str | None = None):
     """Run ``target`` under each compute-sanitizer tool, the tools side by side (each its own child process: small
     launches, so they share the GPU at no cost to what they check): None when all are clean, else one sentence."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(tools)) as pool:
         runs = list(pool.map(lambda tool: run_isolated(target, args, timeout=timeout, tool=tool), tools))
+    notes = []
     for tool, run in zip(tools, runs):
+        if tool == "racecheck" and ignore_race_at and run.returncode not in (0, None):
+            races = _races(run.output)
+            if races and all(a == b == ignore_race_at for a, b in races):
+                notes.append(f"racecheck reported {len(races)} hazard(s), every one between two accesses at "
+                             f"{ignore_race_at}, the compiler's warp-specialization state (ordered by mbarriers, "
+                             "which racecheck does not see); none in the kernel's own code")
+                continue
         problem = _summary(run, f"compute-sanitizer --tool {tool}", timeout)
         if problem:
             return problem
         if "ERROR SUMMARY: 0 errors" not in run.output and "RACECHECK SUMMARY: 0 hazards" not in run.output:
             return f"compute-sanitizer --tool {tool} printed no summary; its output ended: {run.output[-300:]}"
+    if notes:
+        from ..grading.checks import Passed
+
+        return Passed("; ".join(notes))
     return None
 
 

@@ -132,7 +132,7 @@ def launcher_refuses(mod):
 
 
 def sanitizer_clean(mod):
-    return tma_gemm.sanitizer_clean(mod, tma_gemm.PERSISTENT_SMALL)
+    return tma_gemm.sanitizer_clean(mod, tma_gemm.PERSISTENT_SMALL, warp_specialized=True)
 
 
 # -- figures -------------------------------------------------------------------------------------
