@@ -158,24 +158,23 @@ def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 
 
     with ThreadPoolExecutor(max_workers=len(tools)) as pool:
         runs = list(pool.map(lambda tool: run_isolated(target, args, timeout=timeout, tool=tool), tools))
-    notes = []
     for tool, run in zip(tools, runs):
         if tool == "racecheck" and ignore_race_at and run.returncode not in (0, None):
             races = _races(run.output)
             if races and all(a == b == ignore_race_at for a, b in races):
-                notes.append(f"racecheck reported {len(races)} hazard(s), every one between two accesses at "
-                             f"{ignore_race_at}, the compiler's warp-specialization state (ordered by mbarriers, "
-                             "which racecheck does not see); none in the kernel's own code")
                 continue
         problem = _summary(run, f"compute-sanitizer --tool {tool}", timeout)
         if problem:
             return problem
         if "ERROR SUMMARY: 0 errors" not in run.output and "RACECHECK SUMMARY: 0 hazards" not in run.output:
             return f"compute-sanitizer --tool {tool} printed no summary; its output ended: {run.output[-300:]}"
-    if notes:
+    if ignore_race_at:
+        # The same words whether or not racecheck reported the compiler's pair this time (it does so now and then).
         from ..grading.checks import Passed
 
-        return Passed("; ".join(notes))
+        return Passed(f"racecheck: no hazard in the kernel's own code (hazards between two accesses at "
+                      f"{ignore_race_at}, the compiler's warp-specialization state, which mbarriers order and "
+                      "racecheck cannot see, are not counted)")
     return None
 
 
