@@ -230,12 +230,13 @@ def test_the_progression_plot_keeps_the_data_it_was_drawn_from(tmp_path):
     """`tables` redraws the results page's plot only when the recorded figures change; the PNG says which it shows."""
     from gluon_course.grading import report
 
-    bars = [("v0\nCUDA cores", 22.7, 721.9), ("v1\ntensor cores", 118.3, 721.9)]
+    bars = [("v0\nCUDA cores", 0.033, 0.032, 0.034, "2026-12-01"), ("v1\ntensor cores", 0.17, 0.16, 0.18, "2026-12-01")]
     path = tmp_path / "plot.png"
     assert report._png_description(path) is None
-    report.draw_progression(path, bars, "a GPU")
-    assert report._png_description(path) == report._progression_description(bars)
-    assert report._png_description(path) != report._progression_description(bars[:1])
+    report.draw_progression(path, bars, "a GPU", triton=0.95)
+    assert report._png_description(path) == report._progression_description(bars, 0.95)
+    assert report._png_description(path) != report._progression_description(bars[:1], 0.95)
+    assert report._png_description(path) != report._progression_description(bars)
 
 
 def test_a_live_figure_is_measured_once_per_notebook(monkeypatch):

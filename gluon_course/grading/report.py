@@ -93,8 +93,9 @@ PROGRESSION_LESSONS = tuple(f"{n}" for n in range(10, 20))
 PROGRESSION_IMAGE = "images/{slug}-gemm-progression.png"   # under book/
 
 
-def progression_bars(gpu_slug: str = records.DEFAULT_RECORDING) -> list[tuple[str, float, float]]:
-    """(version label, TFLOPS, library TFLOPS of the same run) of each recorded NVIDIA GEMM version, in order."""
+def progression_bars(gpu_slug: str = records.DEFAULT_RECORDING) -> list[tuple]:
+    """(version label, ratio to cuBLAS, lowest and highest pair's ratio, date) of each recorded NVIDIA GEMM version, in
+    order: every ratio is the version's own, timed against cuBLAS in the same run."""
     figures, bars = records.load(gpu_slug)["figures"], []
     for number, the in lessons().items():
         if number not in PROGRESSION_LESSONS or the.planned:
@@ -103,9 +104,15 @@ def progression_bars(gpu_slug: str = records.DEFAULT_RECORDING) -> list[tuple[st
         if entry is None:
             continue
         version, _, idea = the.title.split("GEMM ", 1)[-1].partition(": ")
-        label = version + "\n" + textwrap.fill(idea, 14)
-        bars.append((label, round(entry["details"]["tflops"], 1), round(entry["details"]["library_tflops"], 1)))
+        label = version + "\n" + textwrap.fill(idea, 11, break_long_words=False)
+        ratios = entry["details"].get("ratios") or [entry["value"]]
+        bars.append((label, round(entry["value"], 4), round(min(ratios), 4), round(max(ratios), 4), entry["date"]))
     return bars
+
+
+def _triton_line(gpu_slug: str = records.DEFAULT_RECORDING):
+    entry = records.load(gpu_slug)["figures"].get(records.figure_key("17", "triton_bf16_8192"))
+    return None if entry is None else round(entry["value"], 4)
 
 
 def _png_description(path: Path) -> str | None:
@@ -128,33 +135,41 @@ def _png_description(path: Path) -> str | None:
     return None
 
 
-def _progression_description(bars) -> str:
-    return "; ".join(f"{label.replace(chr(10), ' ')} {t:.1f} TFLOPS / library {lib:.1f}" for label, t, lib in bars)
+def _progression_description(bars, triton=None) -> str:
+    text = "; ".join(f"{label.replace(chr(10), ' ')} {value:.4f} ({low:.4f}-{high:.4f}, {date})"
+                     for label, value, low, high, date in bars)
+    return text + (f"; plain Triton {triton:.4f}" if triton else "")
 
 
-def draw_progression(path: Path, bars, gpu: str) -> None:
-    """Bars of TFLOPS per version (bf16 8192³), each version's own cuBLAS figure as a tick, written to ``path``."""
+def draw_progression(path: Path, bars, gpu: str, triton=None) -> None:
+    """Bars of each version's ratio to cuBLAS timed in its own run (bf16 8192³), its pairs' range as a whisker, and
+    plain Triton's ratio as a line, written to ``path``; the data go into the PNG's description."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     labels = [b[0] for b in bars]
-    fig, ax = plt.subplots(figsize=(7.5, 3.8), dpi=150)
-    drawn = ax.bar(labels, [b[1] for b in bars], color="#4C78A8")
-    for i, (bar, (_, tflops, library)) in enumerate(zip(drawn, bars)):
-        ax.hlines(library, i - 0.42, i + 0.42, color="#E45756", linewidth=2,
-                  label="cuBLAS, same run" if i == 0 else None)
-        ax.text(bar.get_x() + bar.get_width() / 2, tflops, f"{tflops:.0f}\n{100 * tflops / library:.0f}%",
-                ha="center", va="bottom", fontsize=9)
-    ax.set_ylabel("TFLOPS (bf16 8192³)", fontsize=10)
-    ax.set_ylim(0, 1.2 * max(b[2] for b in bars))
-    ax.tick_params(axis="x", labelsize=9)
-    ax.set_title(f"GEMM versions on the {gpu}: TFLOPS and share of cuBLAS", fontsize=10)
-    ax.legend(loc="upper left", fontsize=9, frameon=False)
+    values = [b[1] for b in bars]
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=150)
+    drawn = ax.bar(labels, values, color="#4C78A8",
+                   yerr=[[v - b[2] for v, b in zip(values, bars)], [b[3] - v for v, b in zip(values, bars)]],
+                   capsize=3, ecolor="#555555")
+    ax.axhline(1.0, color="#E45756", linestyle="--", linewidth=1.5, label="cuBLAS (each version's own run) = 1")
+    if triton:
+        ax.axhline(triton, color="#54A24B", linestyle=":", linewidth=1.5, label=f"plain Triton (lesson 17): {triton:.2f}×")
+    for bar, value in zip(drawn, values):
+        ax.text(bar.get_x() + bar.get_width() / 2, value + 0.03, f"{value:.2f}×", ha="center", va="bottom", fontsize=8)
+    dates = sorted({b[4] for b in bars})
+    ax.set_ylabel("fraction of cuBLAS (bf16 8192³)", fontsize=10)
+    ax.set_ylim(0, 1.3)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_title(f"GEMM versions on the {gpu}, {' to '.join([dates[0], dates[-1]] if len(dates) > 1 else dates)}: "
+                 "each bar's ratio to cuBLAS timed in the same run", fontsize=9)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, metadata={"Description": _progression_description(bars), "Software": None})
+    fig.savefig(path, metadata={"Description": _progression_description(bars, triton), "Software": None})
     plt.close(fig)
 
 
@@ -163,12 +178,16 @@ def progression_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
     if not bars:
         return ""
     gpu = records.load(gpu_slug)["gpu"] or gpu_slug
-    listed = ", ".join(f"{label.replace(chr(10), ' ')} {t:.0f} TFLOPS ({100 * t / lib:.1f}%)" for label, t, lib in bars)
+    listed = ", ".join(f"{label.replace(chr(10), ' ')} {value:.2f}× ({low:.2f}–{high:.2f})"
+                       for label, value, low, high, _ in bars)
+    triton = _triton_line(gpu_slug)
     return "\n".join([
         f"#### The NVIDIA GEMM, version by version ({gpu}, bf16 8192³)", "",
-        f"![Bar chart of bf16 8192³ TFLOPS per GEMM version, with cuBLAS from the same run]"
+        f"![Bar chart of each GEMM version's bf16 8192³ ratio to cuBLAS timed in the same run]"
         f"({PROGRESSION_IMAGE.format(slug=gpu_slug)})", "",
-        f"Each bar is a version's recorded figure; the red tick is cuBLAS timed in the same run: {listed}.", ""])
+        f"Each bar is a version's recorded ratio to cuBLAS timed in the same run (the median of 3 interleaved pairs; "
+        f"the whisker spans the pairs): {listed}." + (f" Plain Triton, the bar from v7 on: {triton:.2f}×." if triton
+                                                      else ""), ""])
 
 
 def _update_progression(root: Path, write: bool, gpu_slug: str = records.DEFAULT_RECORDING) -> bool:
@@ -176,10 +195,11 @@ def _update_progression(root: Path, write: bool, gpu_slug: str = records.DEFAULT
     path = root / "book" / PROGRESSION_IMAGE.format(slug=gpu_slug)
     if not bars:
         return False
-    if _png_description(path) == _progression_description(bars):
+    triton = _triton_line(gpu_slug)
+    if _png_description(path) == _progression_description(bars, triton):
         return False
     if write:
-        draw_progression(path, bars, records.load(gpu_slug)["gpu"] or gpu_slug)
+        draw_progression(path, bars, records.load(gpu_slug)["gpu"] or gpu_slug, triton)
     return True
 
 
