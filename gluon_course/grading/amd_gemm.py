@@ -118,16 +118,86 @@ def budget_check(key: str, target: str, facts: BudgetFacts, compile_=None) -> Ch
     return Check(key, title, run, target=target)
 
 
+_DEF = re.compile(r"^\s*%([\w.#]+)(?::\d+)?\s*=\s*([a-z_]+\.[a-z_]+)\s*(.*)$")
+_ARG = re.compile(r"%([A-Za-z_][\w.]*)\s*:\s*(i\d+|!tt\.ptr)")
+_PASS = {"tt.splat", "tt.broadcast", "ttg.convert_layout", "tt.expand_dims"}
+_COMPARE = {"arith.cmpi", "arith.minsi", "arith.minui", "arith.maxsi", "arith.maxui"}
+
+
+def load_masks(ttgir: str) -> list[tuple[str, frozenset]]:
+    """For every load of the kernel (``tt.load``, ``amdg.buffer_load``, ``amdg.buffer_load_to_local``), in order:
+    the pointer argument it reads (``"a_ptr"``) and the integer arguments its mask compares (``{"M", "K"}``), read
+    off the TTGIR: the mask's backward slice, and every comparison in it whose operand is an argument (only
+    broadcast or moved between layouts on the way). Loop-carried values count as their initial values."""
+    signature = next((line for line in ttgir.splitlines() if "tt.func" in line), "")
+    args = dict(_ARG.findall(signature))
+    defs: dict[str, list[str]] = {}
+    ops: dict[str, str] = {}
+    loads = []
+    for line in ttgir.splitlines():
+        for inner, outer in re.findall(r"%([\w.#]+) = %([\w.#]+)", line.split("iter_args(", 1)[1]) \
+                if "iter_args(" in line else []:
+            defs.setdefault(inner, []).append(outer)
+        m = _DEF.match(line)
+        if not m:
+            continue
+        name, op, rest = m.groups()
+        body = rest.split(" loc(")[0]
+        operands = re.findall(r"%([\w.#]+)", body.split(" : ")[0])
+        defs[name], ops[name] = operands, op
+        if op == "tt.load":
+            loads.append((operands[:1], operands[1] if len(operands) > 1 else None))
+        elif op == "amdg.buffer_load":
+            loads.append((operands[:1], operands[2] if len(operands) > 2 else None))
+        elif op == "amdg.buffer_load_to_local":
+            mask = re.search(r"mask = %([\w.#]+)", body)
+            loads.append((operands[:1], mask.group(1) if mask else None))
+
+    def slice_of(value):
+        seen, todo = set(), [value]
+        while todo:
+            v = todo.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            todo.extend(defs.get(v, ()))
+        return seen
+
+    def argument(v):
+        while v not in args and ops.get(v) in _PASS:
+            v = defs[v][0]
+        return v if v in args else None
+
+    out = []
+    for pointer, mask in loads:
+        bases = [v for v in slice_of(pointer[0]) if args.get(v) == "!tt.ptr"] if pointer else []
+        compared = set()
+        for v in slice_of(mask) if mask else ():
+            if ops.get(v) in _COMPARE:
+                compared |= {a for a in map(argument, defs[v]) if a and args.get(a, "").startswith("i")}
+        out.append((bases[0] if len(bases) == 1 else "?", frozenset(compared)))
+    return out
+
+
 def masked_check(key: str, target: str = "gfx950", compile_=None) -> Check:
+    """Every load of A is masked by M and K, every load of B by K and N, and C's store by M and N (TTGIR)."""
     compile_ = compile_ or compiled
+    want = {"a_ptr": {"M", "K"}, "b_ptr": {"K", "N"}}
 
     def run(mod):
-        missing = {"M", "N", "K"} - compile_(mod, target, "fp16").compared_arguments()
+        k = compile_(mod, target, "fp16")
+        for base, compared in load_masks(k.ttgir):
+            if base in want and compared != want[base]:
+                operand, edge = ("A", "rows past M") if base == "a_ptr" else ("B", "columns past N")
+                found = " and ".join(sorted(compared)) or "nothing"
+                return (f"a load of {operand} is masked by {found} only: its mask must cover {operand}'s {edge} and "
+                        "the K tail (masked-off elements read as 0)")
+        missing = {"M", "N"} - k.compared_arguments()
         if missing:
-            return (f"{', '.join(sorted(missing))} never compared: the loads need masks for rows of A past M, columns "
-                    "of B past N and the K tail (masked-off elements must read as 0), and C's store one for M and N")
+            return f"{' and '.join(sorted(missing))} never compared: C's store needs its mask (rows < M, columns < N)"
         return None
-    return Check(key, f"{target}: M, N and K all reach a mask", run, target=target)
+    return Check(key, f"{target}: A's loads masked by M and K, B's by K and N, C's store by M and N", run,
+                 target=target)
 
 
 def vmcnt_before_lds_read(k) -> int | None:
@@ -206,8 +276,10 @@ def correctness_check(key: str = "exact_odd_shapes", shapes: str = "any") -> Che
     def run(mod):
         from ..measure.isolated import check_in_child
 
+        from . import amd_child
+
         amd.require_amd_gpu(mod.TARGETS)
-        return check_in_child(f"{__file__}:correct_here", [mod.__file__, shapes], timeout=CHILD_LIMIT_S)
+        return check_in_child(f"{amd_child.__file__}:correct_here", [mod.__file__, shapes], timeout=CHILD_LIMIT_S)
     return Check(key, title, run, gpu=True)
 
 
