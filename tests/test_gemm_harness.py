@@ -214,7 +214,9 @@ def test_gemm_figure_of_the_library_itself_reads_one():
         figure = gemm_figure(_torch_matmul, 4096, 4096, 4096, torch.bfloat16, label="torch.matmul")
     assert 0.9 < figure.value < 1.1, figure.text
     assert f"TFLOPS vs {library_name()}" in figure.text
-    assert set(figure.details) == {"tflops", "library_tflops", "ms", "library_ms", "M", "N", "K", "dtype"}
+    assert {"tflops", "library_tflops", "ms", "library_ms", "M", "N", "K", "dtype", "pairs", "ratios",
+            "spread"} <= set(figure.details)
+    assert figure.details["pairs"] == 3 and len(figure.details["ratios"]) == 3
 
 
 @pytest.mark.gpu
@@ -283,3 +285,25 @@ def test_the_k_loop_is_found_by_its_tensor_core_instruction():
     assert k.opcodes_between(first, last)["HMMA.16816.F32.BF16"] == 64
     with pytest.raises(ValueError, match="no loop .* holds a HGMMA"):
         k.loop_holding("HGMMA")
+
+
+# -- interleaved pairs (measure/timing.py), on the CPU: the arithmetic of a figure and its spread ------------
+
+def test_paired_figure_is_the_median_pair_ratio_and_says_its_spread():
+    from gluon_course.measure.timing import Paired
+
+    timed = Paired(kernel_ms=[2.0, 2.2, 1.0], ceiling_ms=[1.0, 1.0, 0.6])
+    assert timed.ratios == [0.5, 1.0 / 2.2, 0.6]
+    assert timed.ratio == 0.5                     # the median ratio, not the ratio of medians (1.0 / 2.0 = 0.5 too)
+    assert abs(timed.spread - (0.6 - 1.0 / 2.2) / 0.5) < 1e-12
+    assert timed.kernel == 2.0 and timed.ceiling == 1.0
+    assert timed.details()["pairs"] == 3
+
+
+def test_a_clock_change_during_a_measurement_moves_both_sides_of_a_pair():
+    from gluon_course.measure.timing import Paired
+
+    # The GPU slows by 20% for the last pair: the kernel's times move, the ratio does not.
+    timed = Paired(kernel_ms=[2.0, 2.0, 2.4], ceiling_ms=[1.4, 1.4, 1.68])
+    assert max(timed.ratios) - min(timed.ratios) < 1e-12
+    assert timed.spread < 1e-12

@@ -70,19 +70,24 @@ def refuses(cases: dict) -> str | None:
 
 
 def speedup_over(previous_lesson: str, previous: str, this: str, M: int = 8192, N: int = 8192, K: int = 8192,
-                 dtype: str = "bf16") -> Callable:
-    """A Figure's ``measure``: this lesson's TFLOPS over an earlier lesson's solution (``previous_lesson``), both timed
-    in this process at the same shape. ``previous`` and ``this`` name the versions ("v3", "v4") in the text."""
+                 dtype: str = "bf16", previous_config: dict | None = None) -> Callable:
+    """A Figure's ``measure``: this lesson's TFLOPS over an earlier lesson's solution (``previous_lesson``), both
+    timed in this process at the same shape, in interleaved pairs (the median pair's ratio). ``previous`` and
+    ``this`` name the versions ("v3", "v4") in the text; ``previous_config`` launches the earlier version at another
+    configuration (this lesson's tile, so that only the lesson's idea differs)."""
     def measure(mod):
-        from ..course import load_solution
-        from ..measure import Measurement
+        import torch
 
-        shape = f"{dtype} {M}×{N}×{K}"
-        before = gemm_measure(M, N, K, dtype, f"{previous} {shape}")(load_solution(previous_lesson))
-        now = gemm_measure(M, N, K, dtype, f"{this} {shape}")(mod)
-        ratio = now.details["tflops"] / before.details["tflops"]
-        return Measurement(ratio, f"{now.details['tflops']:.0f} TFLOPS vs {previous} {before.details['tflops']:.0f}",
-                           {f"{this}_tflops": now.details["tflops"], f"{previous}_tflops": before.details["tflops"]})
+        from ..course import load_solution
+        from ..measure.gemm import paired_speedup
+
+        before = load_solution(previous_lesson)
+        torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        m = paired_speedup(lambda a, b, c: mod.matmul(a, b, c), lambda a, b, c: before.matmul(a, b, c, **(previous_config or {})), M, N, K,
+                           torch_dtype, label=f"{this} over {previous}")
+        m.text = f"{m.details['tflops']:.0f} TFLOPS vs {previous} {m.details['before_tflops']:.0f}"
+        m.details[f"{this}_tflops"], m.details[f"{previous}_tflops"] = m.details["tflops"], m.details["before_tflops"]
+        return m
     return measure
 
 

@@ -377,13 +377,48 @@ def tensor_descriptor_type(dtype: str, block_shape, layout) -> str:
     return f"tensordesc<{dtype}[{','.join(str(int(s)) for s in block_shape)}],{layout!r}>"
 
 
+def _specialized_by_launch(value) -> bool:
+    """A launch turns an integer argument equal to 1 into a constant by itself (Triton's specialization), so a
+    check may compile a unit stride as a constexpr even where the kernel does not declare it one. Nothing else
+    becomes a constant unless the kernel says ``gl.constexpr``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value == 1
+
+
+class NotConstexpr(CompileFailed):
+    """A value the launcher passes as a compile-time constant (a tile size, a layout) reaches a parameter the
+    kernel does not declare ``gl.constexpr``: a real launch would pass it as a run-time value and fail."""
+
+    def __init__(self, kernel, name: str, value, target: str):
+        import inspect
+
+        self.parameter = name
+        kind = "a layout" if "Layout" in type(value).__name__ else f"{value!r}"
+        message = (f"parameter {name!r} of {kernel.__name__} is not declared gl.constexpr, but the launcher passes "
+                   f"it {kind}, a compile-time value: write `{name}: gl.constexpr` in the kernel's parameters. "
+                   "Without it a real launch passes it as a run-time value, and the kernel fails to compile there "
+                   "(a shape, a layout or a static_range needs a constant)")
+        location = ""
+        fn = getattr(kernel, "fn", None)
+        try:
+            # The line of the parameter in the kernel's signature (a gap inside the function names it).
+            lines, first = inspect.getsourcelines(fn)
+            at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), 0)
+            at = next((i for i in range(at, len(lines)) if re.search(rf"\b{re.escape(name)}\b", lines[i])), at)
+            location = f"{inspect.getsourcefile(fn)}:{first + at}"
+        except (TypeError, OSError):
+            pass
+        super().__init__(kernel.__name__, target, message, location=location)
+
+
 def compile_kernel(kernel, target: str = "sm_90", *, signature: dict, constexprs: dict | None = None,
                    aligned: list[str] | tuple[str, ...] = (), num_warps: int = 4, **options) -> Compiled:
     """Compile ``kernel`` (a ``@gluon.jit`` function) for ``target`` without a GPU.
 
     signature:  the run-time arguments and their Triton types, e.g. ``{"in_ptr": "*fp32", "numel": "i32"}``;
                 a TMA descriptor argument's type comes from ``tensor_descriptor_type``.
-    constexprs: values for the ``gl.constexpr`` parameters (layouts included).
+    constexprs: values for the ``gl.constexpr`` parameters (layouts included). A parameter the kernel does not
+                declare ``gl.constexpr`` raises ``NotConstexpr`` (a sentence for the learner), except an
+                integer equal to 1, which a real launch specializes by itself.
     aligned:    arguments that the launcher promises are multiples of 16 (pointers: 16-byte aligned).
                 A real launch finds this out by itself from the tensors it gets; here we must say it.
     """
@@ -393,6 +428,10 @@ def compile_kernel(kernel, target: str = "sm_90", *, signature: dict, constexprs
     unknown -= set(names)
     if unknown:
         raise TypeError(f"{kernel.__name__} has no parameter(s) {sorted(unknown)}; it takes {names}")
+    declared = {p.name for p in getattr(kernel, "params", []) if p.is_constexpr}
+    for name, value in constexprs.items():
+        if name not in declared and not _specialized_by_launch(value):
+            raise NotConstexpr(kernel, name, value, target)
     full_signature = {}
     for name in names:
         if name in constexprs:

@@ -15,7 +15,7 @@ import torch
 
 from .device import free_cache, is_rocm, require_gpu
 from .tensors import guarded_empty, is_poison, poison, random_tensor
-from .timing import Measurement, bench_ms, tflops
+from .timing import PAIRS, Measurement, bench_ms, paired_ms, tflops
 
 GEMM_DTYPES = (torch.bfloat16, torch.float16)
 _NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -212,7 +212,8 @@ def fp32_reductions():
 
 @functools.lru_cache(maxsize=None)
 def library_matmul_ms(M: int, N: int, K: int, dtype=torch.bfloat16) -> float:
-    """Median ms of torch.matmul (sums in fp32) on fresh inputs of this shape, measured once per process."""
+    """Median ms of torch.matmul (sums in fp32) on fresh inputs of this shape, measured once per process (for a
+    ceiling shown beside a figure that is not a ratio to it; GEMM figures time the library in pairs instead)."""
     M, N, K = _require_shape((M, N, K))
     _require_dtype(dtype)
     require_gpu("the library matmul ceiling")
@@ -231,14 +232,18 @@ def library_tflops(M: int, N: int, K: int, dtype=torch.bfloat16) -> float:
 
 
 def gemm_figure(launch, M: int = 8192, N: int = 8192, K: int = 8192, dtype=torch.bfloat16, label: str = "",
-                b_layout: str = "row") -> Measurement:
-    """TFLOPS of ``launch(a, b, c)`` as a fraction of torch.matmul's, both measured in this process.
+                b_layout: str = "row", pairs: int = PAIRS) -> Measurement:
+    """TFLOPS of ``launch(a, b, c)`` as a fraction of torch.matmul's, both timed in this process, interleaved:
+    ``pairs`` (library, kernel) pairs, each a do_bench median, the figure the median of the pairs' ratios and
+    ``details["spread"]`` how far the ratios spread around it.
 
     The output is checked against ``reference`` (torch's float64 matmul) on the benchmark inputs first.
     No input rotation: these GEMMs are compute-bound (8192³ does ~2700 FLOP per byte of A, B and C, every
     sweep shape over 900, the H200's ridge is ~200), so a warm L2 would barely change the time.
     """
-    library_ms = library_matmul_ms(M, N, K, dtype)  # also checks the arguments, and that a GPU is here
+    M, N, K = _require_shape((M, N, K))
+    _require_dtype(dtype)
+    require_gpu("a GEMM figure")
     a, b = gemm_inputs(M, N, K, dtype, b_layout=b_layout)
     c = poison(torch.empty(M, N, dtype=dtype, device=a.device))
     launch(a, b, c)
@@ -247,13 +252,40 @@ def gemm_figure(launch, M: int = 8192, N: int = 8192, K: int = 8192, dtype=torch
     if problem:
         raise AssertionError(f"{label or 'the kernel'} is wrong on the {M}×{N}×{K} {_NAMES[dtype]} "
                              f"benchmark input: {problem}.")
-    ms = bench_ms(lambda: launch(a, b, c))
+    library_c = torch.empty(M, N, dtype=dtype, device=a.device)
+    with fp32_reductions():
+        timed = paired_ms(lambda: launch(a, b, c), lambda: torch.matmul(a, b, out=library_c), pairs)
+    del a, b, c, library_c
+    free_cache()
+    rate, library = tflops(M, N, K, timed.kernel), tflops(M, N, K, timed.ceiling)
+    return Measurement(timed.ratio, f"{rate:.0f} TFLOPS vs {library_name()} {library:.0f} TFLOPS",
+                       {"tflops": rate, "library_tflops": library, "ms": timed.kernel, "library_ms": timed.ceiling,
+                        "M": M, "N": N, "K": K, "dtype": _NAMES[dtype], **timed.details()})
+
+
+def paired_speedup(launch, before, M: int = 8192, N: int = 8192, K: int = 8192, dtype=torch.bfloat16,
+                   label: str = "", pairs: int = PAIRS) -> Measurement:
+    """``launch`` against ``before`` (an earlier version) at one shape: both checked first, then timed in
+    interleaved pairs; the figure is the median pair's TFLOPS ratio (this over before)."""
+    M, N, K = _require_shape((M, N, K))
+    require_gpu("a speed-up figure")
+    a, b = gemm_inputs(M, N, K, dtype)
+    c = poison(torch.empty(M, N, dtype=dtype, device=a.device))
+    ref = reference(a, b)
+    for name, fn in (("this version", launch), ("the version before", before)):
+        c.fill_(float("nan"))
+        fn(a, b, c)
+        torch.cuda.synchronize()
+        problem = compare_gemm(c, ref, tolerance(K, dtype))
+        if problem:
+            raise AssertionError(f"{label}: {name} is wrong on the {M}×{N}×{K} benchmark input: {problem}.")
+    del ref
+    timed = paired_ms(lambda: launch(a, b, c), lambda: before(a, b, c), pairs)
     del a, b, c
     free_cache()
-    rate, library = tflops(M, N, K, ms), tflops(M, N, K, library_ms)
-    return Measurement(rate / library, f"{rate:.0f} TFLOPS vs {library_name()} {library:.0f} TFLOPS",
-                       {"tflops": rate, "library_tflops": library, "ms": ms, "library_ms": library_ms,
-                        "M": M, "N": N, "K": K, "dtype": _NAMES[dtype]})
+    now, then = tflops(M, N, K, timed.kernel), tflops(M, N, K, timed.ceiling)
+    return Measurement(timed.ratio, f"{now:.0f} TFLOPS vs {then:.0f}",
+                       {"tflops": now, "before_tflops": then, **timed.details()})
 
 
 # -- shape sweep ---------------------------------------------------------------------------------

@@ -65,6 +65,19 @@ def find_sanitizer() -> str | None:
     return None
 
 
+# What compute-sanitizer is given besides the tool (see run_isolated for why each).
+SANITIZER_FLAGS = ("--error-exitcode", "86", "--target-processes", "all", "--report-api-errors", "no")
+
+
+def hand_command(target: str, args=(), tool: str = "racecheck") -> str:
+    """The command a learner types, from the repository's root, to run one of the checks' sanitizer launches by
+    hand: the same child process and the same flags as ``sanitizer_check``."""
+    flags = " ".join(SANITIZER_FLAGS[2:])        # the exit code only matters to the checks
+    rest = " ".join(map(str, args))
+    return (f"compute-sanitizer --tool {tool} {flags} \\\n    python -m gluon_course.measure.isolated {target}"
+            + (f" {rest}" if rest else ""))
+
+
 def run_isolated(target: str, args=(), *, timeout: float, tool: str | None = None) -> IsolatedRun:
     """Run ``target`` (``file.py:function``) with ``args`` in a child process; kill it after ``timeout`` s."""
     import time
@@ -82,8 +95,7 @@ def run_isolated(target: str, args=(), *, timeout: float, tool: str | None = Non
         # --report-api-errors no: Triton's loader first asks for CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE on every kernel
         # with more than 48 KiB of shared memory, gets CUDA_ERROR_INVALID_VALUE and falls back to the legacy call
         # (triton/backends/nvidia/driver.c, loadBinary): a refused host call, not an error of the kernel.
-        command = [sanitizer, "--tool", tool, "--error-exitcode", "86", "--target-processes", "all",
-                   "--report-api-errors", "no", *command]
+        command = [sanitizer, "--tool", tool, *SANITIZER_FLAGS, *command]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))}
     started = time.monotonic()
     # A new session, so that a kill reaches the whole process group (the sanitizer and Python under it).

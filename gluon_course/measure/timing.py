@@ -29,6 +29,64 @@ def bench_ms(fn) -> float:
     return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
 
 
+# GEMM figures: how many (kernel, library) pairs are timed, interleaved; the figure is the median pair's ratio.
+PAIRS = 3
+
+
+@dataclass
+class Paired:
+    """Interleaved timings of a kernel and its ceiling, one ratio per pair (the ceiling's time over the kernel's:
+    the kernel's rate as a fraction of the ceiling's). ``ratio`` is the median of the ratios, ``spread`` their
+    range around it ((max − min) / median), so a figure says how much it moved while it was measured."""
+    kernel_ms: list
+    ceiling_ms: list
+
+    @property
+    def ratios(self) -> list:
+        return [c / k for k, c in zip(self.kernel_ms, self.ceiling_ms)]
+
+    @property
+    def ratio(self) -> float:
+        return _median(self.ratios)
+
+    @property
+    def spread(self) -> float:
+        r = self.ratios
+        return (max(r) - min(r)) / self.ratio
+
+    @property
+    def kernel(self) -> float:
+        """The kernel's median time (ms)."""
+        return _median(self.kernel_ms)
+
+    @property
+    def ceiling(self) -> float:
+        return _median(self.ceiling_ms)
+
+    def details(self) -> dict:
+        return {"pairs": len(self.kernel_ms), "ratios": [round(r, 4) for r in self.ratios],
+                "spread": round(self.spread, 4), "kernel_ms_each": [round(m, 5) for m in self.kernel_ms],
+                "ceiling_ms_each": [round(m, 5) for m in self.ceiling_ms]}
+
+
+def _median(values) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def paired_ms(kernel, ceiling, pairs: int = PAIRS) -> Paired:
+    """Time ``kernel`` and ``ceiling`` alternately, ``pairs`` times each (each a do_bench median, warm): a GPU whose
+    clock or neighbours change during the measurement moves both sides of a pair alike, and the ratio holds."""
+    if pairs < 1:
+        raise ValueError(f"pairs must be at least 1, not {pairs}")
+    k, c = [], []
+    for _ in range(pairs):
+        c.append(bench_ms(ceiling))
+        k.append(bench_ms(kernel))
+    return Paired(k, c)
+
+
 def tbs(bytes_moved: int, ms: float) -> float:
     """Terabytes per second (10**12 bytes) from bytes read + written and milliseconds."""
     return bytes_moved / (ms * 1e-3) / 1e12

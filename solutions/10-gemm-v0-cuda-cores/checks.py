@@ -8,6 +8,7 @@ import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
 from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses
+from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
 from gluon_course.measure.gemm import check_gemm, gemm_inputs
@@ -32,12 +33,22 @@ def signature(dtype: str) -> dict:
             "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
 
 
+def _layouts(mod, cfg, dtype):
+    acc_layout, a_layout, b_layout = mod.fma_layouts(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"],
+                                                     **{k: cfg[k] for k in REGISTER_TILE})
+    return {"acc_layout": acc_layout, "a_layout": a_layout, "b_layout": b_layout}
+
+
+# What the launcher passes besides the tile: the three layouts of the register tile (CONFIG's TILE_M, TILE_N, LANES_N).
+KERNEL = GemmKernel("pointer", constexprs=_layouts, fixed={**TILE, **REGISTER_TILE, "num_warps": NUM_WARPS})
+
+
 def compiled(mod, target: str, dtype: str = "bf16"):
-    acc_layout, a_layout, b_layout = mod.fma_layouts(TILE["BLOCK_M"], TILE["BLOCK_N"], NUM_WARPS, **REGISTER_TILE)
-    return compile_cached(mod.matmul_kernel, target, signature=signature(dtype),
-                          constexprs={**TILE, **UNIT_STRIDES, "acc_layout": acc_layout, "a_layout": a_layout,
-                                      "b_layout": b_layout},
-                          aligned=ALIGNED, num_warps=NUM_WARPS)
+    return KERNEL.compile(mod, target, dtype)
+
+
+def model(mod):
+    return KERNEL.model_check(mod)
 
 
 # What the pinned Triton 3.9.0 emits, per target and dtype. In the K loop: the FMAs (sm_100 pairs them: one
@@ -231,6 +242,9 @@ CHECKS = LessonChecks(
               target="sm_90"),
         Check("operands_broadcast", "each thread holds its 8 rows of A and 8 columns of B for the whole K-step "
               "(32 registers each)", operands_broadcast),
+        Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
+              KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
+        Check("host_model", "in the host model (no GPU): C exact on odd shapes, each element written once, every read inside A and B", model),
     ],
     correctness=[
         Check("exact_on_odd_shapes", "C = A·B within the fp32-accumulation tolerance on odd shapes, bf16 and fp16 "

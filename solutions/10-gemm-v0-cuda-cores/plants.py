@@ -64,4 +64,17 @@ PLANTS = [
           "    M, N, K = require_matmul_args(a, b, c)\n    cfg = {**CONFIG, **config}",
           "    M, K = a.shape\n    N = b.shape[1]\n    cfg = {**CONFIG, **config}",
           rejected_by="launcher_refuses_bad_inputs", gpu=True),
+    # ---- caught without a GPU, by the rules a launch and the host model apply ----
+    Plant("acc_layout not declared gl.constexpr: the launcher passes a layout, which a real launch cannot pass as a "
+          "run-time argument",
+          "acc_layout: gl.constexpr, a_layout: gl.constexpr, b_layout: gl.constexpr):\n    # One program",
+          "acc_layout, a_layout: gl.constexpr, b_layout: gl.constexpr):\n    # One program",
+          rejected_by="fma_sm_90", gpu=False),
+    Plant("B's K tail unmasked (A's is), caught by the host model: the last K step of B reads past its end",
+          "        # The last step may run past K: those columns of A and rows of B load as 0 and add nothing.\n"
+          "        a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)\n"
+          "        b_mask = ((k + offs_bk)[:, None] < K) & (offs_bn[None, :] < N)",
+          "        a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)\n"
+          "        b_mask = offs_bn[None, :] < N",
+          rejected_by="host_model", gpu=False),
 ]

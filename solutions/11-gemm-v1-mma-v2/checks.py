@@ -4,6 +4,7 @@ import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
 from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses
+from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
 from gluon_course.measure.gemm import check_gemm, gemm_inputs, library_tflops
@@ -33,6 +34,20 @@ def compiled(mod, target: str, dtype: str = "bf16", config: dict | None = None):
                   **{name: 1 for name in UNIT_STRIDES}}
     return compile_cached(mod.matmul_kernel, target, signature=signature(dtype), constexprs=constexprs,
                           aligned=("a_ptr", "b_ptr", "c_ptr") + SIZES, num_warps=num_warps)
+
+
+def _layouts(mod, cfg, dtype):
+    acc_layout, a_layout, b_layout = mod.mma_layouts(cfg["num_warps"], cfg["warps_m"], DTYPES[dtype].itemsize)
+    return {"acc_layout": acc_layout, "a_layout": a_layout, "b_layout": b_layout}
+
+
+# The solution's CONFIG: what the launcher passes besides the tile is the three mma.sync layouts.
+KERNEL = GemmKernel("pointer", constexprs=_layouts,
+                    fixed={"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "warps_m": 2})
+
+
+def model(mod):
+    return KERNEL.model_check(mod)
 
 
 def compiled_peak(mod, target: str, dtype: str = "bf16"):
@@ -233,6 +248,10 @@ CHECKS = LessonChecks(
         Check("masked_by_m_n_k", "sm_90: the masks compare with M, N and K", masked_by_m_n_k, target="sm_90"),
         Check("peak_loop_pure_mma", "sm_90: mma_peak_kernel's loop holds only the HMMAs", peak_loop_is_pure_mma,
               target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
+              KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
+        Check("host_model", "in the host model (no GPU): C exact on odd shapes, each element written once, every read "
+              "inside A and B", model),
     ],
     correctness=[
         Check("exact_odd_shapes", "matmul is exact to the stated tolerance on odd shapes, bf16 and fp16 (poisoned, "

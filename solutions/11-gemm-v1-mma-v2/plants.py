@@ -19,4 +19,9 @@ PLANTS = [
           "        a_mask = (offs_am[:, None] < M) & (offs_ak[None, :] >= 0)\n"
           "        b_mask = (offs_bk[:, None] >= 0) & (offs_bn[None, :] < N)\n",
           rejected_by="exact_odd_shapes", gpu=True),
+    Plant("A's K mask forgets the K step's offset (it masks the first tile's columns at every step), caught by the "
+          "host model: the last K step reads past the end of A's rows",
+          "a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)",
+          "a_mask = (offs_am[:, None] < M) & (offs_ak[None, :] < K)",
+          rejected_by="host_model", gpu=False),
 ]

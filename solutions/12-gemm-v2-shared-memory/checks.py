@@ -9,6 +9,7 @@ import torch
 
 from gluon_course.grading import Check, Expectation, Figure, LessonChecks, Reference
 from gluon_course.grading.gemm import FIRST_RUN, around_first_run, gemm_measure, refuses
+from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
 from gluon_course.measure.gemm import check_gemm, gemm_inputs
@@ -51,6 +52,19 @@ def compiled(mod, target: str = "sm_90", dtype: str = "bf16", swizzled: bool = T
 # -- what the pinned Triton 3.9.0 emits (128 × 64 × 32 tile, 4 warps as 2 × 2; the same on sm_90 and sm_100) ------
 
 HMMA = {"bf16": "HMMA.16816.F32.BF16", "fp16": "HMMA.16816.F32"}
+
+# The solution's CONFIG; what the launcher passes besides the tile: the mma.sync layouts, the coalesced load layouts
+# and the (swizzled) shared layouts.
+KERNEL = GemmKernel("pointer", fixed={"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "warps_m": 2,
+                                      "swizzled": True},
+                    constexprs=lambda mod, cfg, dtype: mod.kernel_layouts(
+                        cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_warps=cfg["num_warps"],
+                        warps_m=cfg["warps_m"], swizzled=cfg.get("swizzled", True),
+                        element_bytes=DTYPES[dtype].itemsize))
+
+
+def model(mod):
+    return KERNEL.model_check(mod)
 
 
 def expected_ops(dtype: str) -> dict:
@@ -293,6 +307,10 @@ CHECKS = LessonChecks(
               "conflict-free", ldmatrix_conflict_free, target="sm_90"),
         Check("plain_costs_wavefronts", "sm_90: the plain layout compiles to the same memory instructions (+16 PRMT) at "
               "16 wavefronts per LDSM", plain_costs_wavefronts, target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
+              KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
+        Check("host_model", "in the host model (no GPU): C exact on odd shapes, each element written once, every read "
+              "inside A and B", model),
     ],
     correctness=[
         Check("gemm_correct", "matmul is within tolerance on odd shapes, bf16 and fp16, swizzled and plain (one "

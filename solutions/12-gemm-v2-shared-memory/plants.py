@@ -29,4 +29,8 @@ PLANTS = [
           "        a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)",
           "        a_mask = (offs_am[:, None] >= 0) & ((k + offs_ak)[None, :] < K)",
           rejected_by="sanitizer_clean", gpu=True),
+    Plant("A's rows are not bounded by M, caught by the host model: the last row of programs reads past A's end",
+          "a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)",
+          "a_mask = (k + offs_ak)[None, :] < K",
+          rejected_by="host_model", gpu=False),
 ]

@@ -7,7 +7,9 @@ import torch
 
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Figure, LessonChecks, Passed, Reference
+from gluon_course.grading.counts import mismatch
 from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses
+from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure.gemm import GEMM_ODD_SHAPES, check_gemm, gemm_inputs
 from gluon_course.measure.isolated import check_isolated, sanitizer_check
@@ -58,13 +60,37 @@ def pipeline_ops(k) -> dict:
     return {op: n for op, n in sorted(k.opcodes().items()) if re.match(PIPELINE_OPS, op)}
 
 
+# ASYNC_COPY is the path the launcher takes for rows cp.async can copy (K and N multiples of 8): the model's shapes.
+MODEL_SHAPES = ((300, 264, 520), (129, 136, 72), (1, 8, 8))
+# The course's configuration; what the launcher passes besides the tile: lesson 12's layouts, the ring's depth, and
+# ASYNC_COPY (true for rows cp.async can copy: the shapes of a benchmark).
+KERNEL = GemmKernel("pointer", fixed={**TILE, "num_warps": NUM_WARPS, "warps_m": WARPS_M, "STAGES": STAGES},
+                    extra_tile_keys=("STAGES",), model_shapes=MODEL_SHAPES,
+                    constexprs=lambda mod, cfg, dtype: {
+                        **mod.kernel_layouts(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_warps=cfg["num_warps"],
+                                             warps_m=cfg["warps_m"]), "ASYNC_COPY": True})
+
+
+def model(mod):
+    return KERNEL.model_check(mod)
+
+
+# What the machine code's pipeline instructions are, for the sentences of a count that is off.
+NAMES = {"LDGSTS.E.BYPASS.128": "a 16-byte cp.async copy", "LDGDEPBAR": "a commit group",
+         "DEPBAR.LE": "a wait_group", "LDSM.16.M88.4": "ldmatrix of A", "LDSM.16.MT88.4": "ldmatrix of B (transposed)"}
+WHY = {"LDGDEPBAR": ("a commit_group is missing: one per tile, in the prologue and in the loop", "a commit too many"),
+       "DEPBAR.LE": ("a wait_group is missing (one in the loop, one after it)", "a wait too many"),
+       "LDGSTS.E.BYPASS.128": ("a tile's copies are missing (prologue or loop)", "copies of a tile too many")}
+
+
 def _pipeline(target):
     def run(mod):
         for dtype, hmma in DTYPES.items():
             found = pipeline_ops(compiled(mod, target, dtype))
             want = {**EXPECTED, hmma: HMMA_COUNT}
-            if found != want:
-                return f"{dtype}: found {found}; expected {dict(sorted(want.items()))}"
+            problem = mismatch(found, dict(sorted(want.items())), "in the whole kernel", dtype, NAMES, WHY)
+            if problem:
+                return problem
         return None
     return run
 
@@ -225,6 +251,10 @@ CHECKS = LessonChecks(
               register_path_for_odd_rows, target="sm_90"),
         Check("pipeline_sm_100", "sm_100: the same pipeline (bf16 and fp16)", _pipeline("sm_100"), target="sm_100"),
         Check("registers", "under 255 registers and no spills (sm_90, sm_100)", registers_fit, target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
+              KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
+        Check("host_model", "in the host model (no GPU): C exact on odd shapes, each element written once, every "
+              "slot read after the wait_group that covers its copy, none refilled while read", model),
     ],
     correctness=[
         Check("exact_odd_shapes", "one isolated launch ends in time; C exact on odd shapes through both copy paths "

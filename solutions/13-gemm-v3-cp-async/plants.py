@@ -21,4 +21,16 @@ PLANTS = [
     Plant("the prefetch overwrites the slot being read: tile i + STAGES - 1 is copied into slot i % STAGES",
           "slot_next = (i + STAGES - 1) % STAGES", "slot_next = i % STAGES",
           rejected_by="exact_odd_shapes", gpu=True),
+    Plant("STAGES not declared gl.constexpr: a real launch would pass it as a run-time value, and the ring's shape "
+          "[STAGES, ...] would not be a constant",
+          "STAGES: gl.constexpr, ASYNC_COPY: gl.constexpr):", "STAGES, ASYNC_COPY: gl.constexpr):",
+          rejected_by="pipeline_sm_90", gpu=False),
+    Plant("a ring of 8 slots in CONFIG: 8 × 16 KiB of tiles is 128 KiB, fine, but with BLOCK_K 128 it is 512 KiB, "
+          "more than an SM has",
+          '"BLOCK_K": 32, "num_warps": 4, "warps_m": 2, "STAGES": 3}', '"BLOCK_K": 128, "num_warps": 4, "warps_m": 2, "STAGES": 8}',
+          rejected_by="config_fits", gpu=False),
+    Plant("the loop waits one group too few (wait_group(STAGES - 1)), caught by the host model: ldmatrix reads a slot "
+          "whose copy may still be in flight",
+          "async_copy.wait_group(STAGES - 2)", "async_copy.wait_group(STAGES - 1)",
+          rejected_by="host_model", gpu=False),
 ]

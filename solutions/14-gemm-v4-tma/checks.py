@@ -1,18 +1,16 @@
 """Lesson 14's checks: TMA and mbarrier machine code on sm_90 and sm_100, correctness and hang protection on a GPU,
 the launcher's 16-byte rule, and the figures against cuBLAS."""
-from triton.experimental.gluon import language as gl
-
-from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses, speedup_over, store_mask_missing
-from gluon_course.machine import compile_cached, tensor_descriptor_type
+from gluon_course.grading import tma_gemm
+from gluon_course.grading.counts import mismatch
+from gluon_course.grading.gemm import around_first_run, gemm_measure, speedup_over, store_mask_missing
+from gluon_course.grading.gemm_kernel import GemmKernel
 
-TOOLS = ("memcheck", "racecheck", "synccheck")
-GL_DTYPES = {"bf16": gl.bfloat16, "fp16": gl.float16}
 # Lesson 13's tile (its CONFIG), compiled as a launch of an 8192³ problem sees it (every size a multiple of 16).
-TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "STAGES": 3}
-NUM_WARPS = 4
-WARPS_M = 2
+TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "STAGES": 3, "num_warps": 4, "warps_m": 2}
+# What the launcher passes besides the tile: the three mma.sync layouts and the ring's depth.
+KERNEL = GemmKernel("tma", fixed=TILE, extra_tile_keys=("STAGES",),
+                    constexprs=lambda mod, cfg, dtype: mod.kernel_layouts(cfg["num_warps"], cfg["warps_m"]))
 HMMA = {"bf16": "HMMA.16816.F32.BF16", "fp16": "HMMA.16816.F32"}
 
 # What the pinned Triton 3.9.0 emits for this tile, the same on sm_90 and sm_100, bf16 and fp16 alike. A refill is
@@ -34,18 +32,9 @@ REGISTERS = {"sm_90": 198, "sm_100": 192}
 SHARED_BYTES = 3 * (128 * 32 + 32 * 128) * 2 + 3 * 8
 
 
-def compiled(mod, target, dtype="bf16", tile=None):
-    """The lesson's kernel for ``target`` with descriptors for ``tile``, as a launch with 8192³ operands sees it."""
-    t = dict(TILE if tile is None else tile)
-    a_block, b_block = [t["BLOCK_M"], t["BLOCK_K"]], [t["BLOCK_K"], t["BLOCK_N"]]
-    a_layout = gl.NVMMASharedLayout.get_default_for(a_block, GL_DTYPES[dtype])
-    b_layout = gl.NVMMASharedLayout.get_default_for(b_block, GL_DTYPES[dtype])
-    signature = {"a_desc": tensor_descriptor_type(dtype, a_block, a_layout),
-                 "b_desc": tensor_descriptor_type(dtype, b_block, b_layout),
-                 "c_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32"}
-    constexprs = {**t, "stride_cn": 1, **mod.kernel_layouts(NUM_WARPS, WARPS_M)}
-    return compile_cached(mod.matmul_kernel, target, signature=signature, constexprs=constexprs,
-                          aligned=("c_ptr", "M", "N", "K", "stride_cm"), num_warps=NUM_WARPS)
+def compiled(mod, target, dtype="bf16"):
+    """The lesson's kernel for ``target`` at the course's tile, as a launch with 8192³ operands sees it."""
+    return KERNEL.compile(mod, target, dtype)
 
 
 def main_loop(k):
@@ -57,25 +46,29 @@ def in_main_loop(k) -> dict:
     return k.opcodes_between(*main_loop(k))
 
 
-def mbarrier_ops(k) -> dict:
-    return {op: n for op, n in sorted(k.opcodes().items()) if op.startswith(("UTMA", "SYNCS"))}
+mbarrier_ops = tma_gemm.tma_ops
+# What each TMA and mbarrier instruction is, for the sentences of a count that is off.
+NAMES = {"UTMALDG.2D": "a TMA tile copy", "SYNCS.EXCH.64": "mbarrier.init", "SYNCS.ARRIVE.TRANS64": "expect()",
+         "SYNCS.PHASECHK.TRANS64.TRYWAIT": "mbarrier.wait", "SYNCS.CCTL.IV": "mbarrier.invalidate"}
+WHY = {"UTMALDG.2D": ("a tile's copy is missing (A's and B's per refill)", "a copy too many"),
+       "SYNCS.ARRIVE.TRANS64": ("an expect() is missing: its barrier's phase can never complete", "")}
 
 
 def _tma_signature(target):
     def run(mod):
         for dtype in ("bf16", "fp16"):
             k = compiled(mod, target, dtype)
-            ops = mbarrier_ops(k)
-            if ops != MBARRIER_OPS:
-                return f"{dtype}: TMA and mbarrier instructions {ops}; expected {MBARRIER_OPS}"
+            problem = mismatch(mbarrier_ops(k), MBARRIER_OPS, "in the whole kernel", dtype, NAMES, WHY)
+            if problem:
+                return problem
             moved = {**k.global_loads(), **k.family("async_copy")}
             if moved:
                 return f"{dtype}: A and B should arrive by TMA only, but the kernel also loads {moved}"
             loop = in_main_loop(k)
             want = {**IN_LOOP, HMMA[dtype]: MMA_PER_STEP}
-            got = {op: loop.get(op, 0) for op in want}
-            if got != want:
-                return f"{dtype}: in the K loop {got}; expected {want}"
+            problem = mismatch({op: loop.get(op, 0) for op in want}, want, "in the K loop", dtype, NAMES, WHY)
+            if problem:
+                return problem
             if k.count(HMMA[dtype]) != MMA_PER_STEP:
                 return f"{dtype}: {k.count(HMMA[dtype])} × {HMMA[dtype]}; expected {MMA_PER_STEP}, all in the K loop"
         return None
@@ -100,64 +93,22 @@ def store_masked(mod):
     return store_mask_missing(compiled(mod, "sm_90"))
 
 
+def model(mod):
+    return KERNEL.model_check(mod)
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 
-# TMA needs K and N to be multiples of 8 (16-byte rows of bf16/fp16): the odd shapes keep odd M, tails of M, N
-# and K past every tile edge (N = 136, K = 1000: 40 past 960, K = 4104: 8 past 4096), and a single row.
-TMA_SHAPES = ((1, 8, 8), (17, 40, 72), (128, 128, 128), (1000, 1000, 1000), (4097, 136, 1000), (256, 512, 4104),
-              (127, 264, 64))
-SMALL = (129, 136, 200)
-# The child compiles two kernels (bf16, fp16) and runs 14 small GEMMs: ~20 s on an H200; a hang is killed at this.
-CHILD_LIMIT_S = 90
-
-
-def small_launch(module_file: str) -> None:
-    """One launch of the module's matmul on a small odd shape (for a child process: a hang is killed there)."""
-    import torch
-
-    from gluon_course.measure.gemm import gemm_inputs
-
-    mod = load_module_file(module_file)
-    a, b = gemm_inputs(*SMALL, torch.bfloat16)
-    mod.matmul(a, b)
-    torch.cuda.synchronize()
-
-
-def correct_here(module_file: str) -> str | None:
-    """The correctness check itself (for a child process: a barrier that never completes hangs there)."""
-    from gluon_course.measure.gemm import check_gemm
-
-    mod = load_module_file(module_file)
-    return check_gemm(lambda a, b, c: mod.matmul(a, b, c), shapes=TMA_SHAPES)
-
-
 def correct(mod):
-    from gluon_course.measure.isolated import check_in_child
-
-    # Every launch runs in a child process with a time limit: a barrier that never completes hangs there, not here.
-    return check_in_child(f"{__file__}:correct_here", [mod.__file__], timeout=CHILD_LIMIT_S)
+    return tma_gemm.correct(mod)
 
 
 def launcher_refuses(mod):
-    import torch
-
-    from gluon_course.measure.gemm import gemm_inputs
-
-    a, b = gemm_inputs(129, 136, 1001, torch.bfloat16)
-    a_ok, b_odd = gemm_inputs(129, 129, 1000, torch.bfloat16)
-    return refuses({
-        "K = 1001 bf16 (2002-byte rows of A)": (lambda: mod.matmul(a, b), ValueError, ("16", "lesson 13", "multiple")),
-        "fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), TypeError, ()),
-        "B with 1000 rows for A's 1001 columns": (lambda: mod.matmul(a, b[:1000]), ValueError, ()),
-        "a transposed view (non-contiguous)": (lambda: mod.matmul(a.t().contiguous().t(), b), ValueError, ()),
-        "N = 129 bf16 (258-byte rows of B)": (lambda: mod.matmul(a_ok, b_odd), ValueError, ("16", "lesson 13")),
-    })
+    return tma_gemm.launcher_refuses(mod, warpgroups=False)
 
 
 def sanitizer_clean(mod):
-    from gluon_course.measure.isolated import sanitizer_check
-
-    return sanitizer_check(f"{__file__}:small_launch", [mod.__file__], tools=TOOLS)
+    return tma_gemm.sanitizer_clean(mod)
 
 
 # -- figures -------------------------------------------------------------------------------------
@@ -202,6 +153,9 @@ CHECKS = LessonChecks(
               _resources("sm_100"), target="sm_100"),
         Check("store_masked", "sm_90: the store of C is masked by M and N (the loads need no mask)", store_masked,
               target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
+              KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
+        Check("host_model", tma_gemm.HOST_MODEL, model),
     ],
     correctness=[
         Check("correct_tma_shapes", "matmul is correct on odd shapes with K, N multiples of 8 (bf16 and fp16; "

@@ -28,4 +28,16 @@ PLANTS = [
           "mbarrier.wait(ready.index(slot), (i // STAGES) & 1)",
           "mbarrier.wait(ready.index(slot), (i // STAGES + 1) & 1)",
           rejected_by="correct_tma_shapes", gpu=True),
+    Plant("the wait's phase starts at 1, caught by the host model: the first trip's waits name a phase no copy will "
+          "complete",
+          "mbarrier.wait(ready.index(slot), (i // STAGES) & 1)",
+          "mbarrier.wait(ready.index(slot), (i // STAGES + 1) & 1)",
+          rejected_by="host_model", gpu=False),
+    Plant("expect() counts A's tile only, caught by the host model: the phase completes before B's tile has landed",
+          "a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)", "a_desc.block_type.nbytes, pred=pred)",
+          rejected_by="host_model", gpu=False),
+    Plant("B's coordinates swapped ([off_n, k] for a K × N matrix), caught by the host model: the products use the "
+          "wrong tiles of B",
+          "tma.async_load(b_desc, [tile * BLOCK_K, off_n]", "tma.async_load(b_desc, [off_n, tile * BLOCK_K]",
+          rejected_by="host_model", gpu=False),
 ]

@@ -1,17 +1,24 @@
-"""Lesson 15's checks: wgmma machine code on sm_90 (the instruction does not exist elsewhere), correctness and hang
-protection on a GPU, and the figures against cuBLAS and against lesson 14."""
+"""Lesson 15's checks: wgmma machine code on sm_90 (the instruction does not exist elsewhere), the host model, correctness
+and hang protection on a GPU, and the figures against cuBLAS and against lesson 14."""
 from triton.experimental.gluon import language as gl
 
-from gluon_course.course import load_checks, load_module_file
-from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import gemm_measure, refuses, speedup_over, store_mask_missing
-from gluon_course.machine import compile_cached, tensor_descriptor_type
+from gluon_course.course import load_module_file
+from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
+from gluon_course.grading import tma_gemm
+from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing
+from gluon_course.grading.gemm_kernel import GemmKernel
 
-GL_DTYPES = {"bf16": gl.bfloat16, "fp16": gl.float16}
 # Lesson 14's tile (its CONFIG) and one warpgroup, compiled as a launch of an 8192³ problem sees it.
-TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "STAGES": 3}
-NUM_WARPS = 4
-HGMMA = {"bf16": "HGMMA.64x128x16.F32.BF16", "fp16": "HGMMA.64x128x16.F32"}
+TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "STAGES": 3, "num_warps": 4}
+
+
+def _constexprs(mod, cfg, dtype):
+    layouts = mod.kernel_layouts(cfg["num_warps"], cfg["BLOCK_N"])
+    require_wgmma_layout(layouts["acc_layout"])
+    return layouts
+
+
+KERNEL = GemmKernel("tma", fixed=TILE, extra_tile_keys=("STAGES",), constexprs=lambda *a: _constexprs(*a))
 
 # What the pinned Triton 3.9.0 emits on sm_90 for this tile, bf16 and fp16 alike. Per K step of 32 the warpgroup
 # issues 2 (rows 0-63 and 64-127) × 2 (K 0-15 and 16-31) m64n128k16 products, fenced by one WARPGROUP.ARRIVE
@@ -19,12 +26,14 @@ HGMMA = {"bf16": "HGMMA.64x128x16.F32.BF16", "fp16": "HGMMA.64x128x16.F32"}
 IN_LOOP = {"WARPGROUP.ARRIVE": 1, "WARPGROUP.DEPBAR.LE": 1, "UTMALDG.2D": 2, "SYNCS.ARRIVE.TRANS64": 1,
            "SYNCS.PHASECHK.TRANS64.TRYWAIT": 1}
 MMA_PER_STEP = 4
+INSTR_N = 128
+HGMMA = {dtype: tma_gemm.HGMMA_OPCODE[dtype].format(n=INSTR_N) for dtype in ("bf16", "fp16")}
 # The producer is lesson 14's, instruction for instruction.
 MBARRIER_OPS = {"UTMALDG.2D": 6, "SYNCS.EXCH.64": 3, "SYNCS.ARRIVE.TRANS64": 3, "SYNCS.PHASECHK.TRANS64.TRYWAIT": 2,
                 "SYNCS.CCTL.IV": 3}
 # Gone from the loop: ldmatrix, mma.sync, and the proxy fence lesson 14 needed between ldmatrix's reads (the
 # threads' own accesses) and TMA's next write (the asynchronous proxy): wgmma reads through that proxy too.
-ABSENT = ("LDSM", "HMMA", "FENCE.VIEW.ASYNC")
+ABSENT = tma_gemm.NOT_IN_WGMMA_KERNELS
 REGISTERS = 154                     # lesson 14: 198, with its ldmatrix fragments
 SHARED_BYTES = 3 * (128 * 32 + 32 * 128) * 2 + 3 * 8
 
@@ -38,19 +47,9 @@ def require_wgmma_layout(layout) -> None:
                          "version 2 is mma.sync's layout (lessons 11-14)")
 
 
-def compiled(mod, target="sm_90", dtype="bf16", tile=None):
-    """The lesson's kernel for ``target`` with descriptors for ``tile``, as a launch with 8192³ operands sees it."""
-    t = dict(TILE if tile is None else tile)
-    layouts = mod.kernel_layouts(NUM_WARPS, t["BLOCK_N"])
-    require_wgmma_layout(layouts["acc_layout"])
-    a_block, b_block = [t["BLOCK_M"], t["BLOCK_K"]], [t["BLOCK_K"], t["BLOCK_N"]]
-    a_layout = gl.NVMMASharedLayout.get_default_for(a_block, GL_DTYPES[dtype])
-    b_layout = gl.NVMMASharedLayout.get_default_for(b_block, GL_DTYPES[dtype])
-    signature = {"a_desc": tensor_descriptor_type(dtype, a_block, a_layout),
-                 "b_desc": tensor_descriptor_type(dtype, b_block, b_layout),
-                 "c_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32"}
-    return compile_cached(mod.matmul_kernel, target, signature=signature, constexprs={**t, "stride_cn": 1, **layouts},
-                          aligned=("c_ptr", "M", "N", "K", "stride_cm"), num_warps=NUM_WARPS)
+def compiled(mod, target="sm_90", dtype="bf16"):
+    """The lesson's kernel for ``target`` at the course's tile, as a launch with 8192³ operands sees it."""
+    return KERNEL.compile(mod, target, dtype)
 
 
 def main_loop(k):
@@ -63,38 +62,23 @@ def in_main_loop(k) -> dict:
 
 
 def accumulator_layout(mod):
-    layout = mod.wgmma_layout(NUM_WARPS, TILE["BLOCK_N"])
+    layout = mod.wgmma_layout(TILE["num_warps"], TILE["BLOCK_N"])
     require_wgmma_layout(layout)
-    want = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 128, 16])
+    want = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[TILE["num_warps"], 1], instr_shape=[16, 128, 16])
     if layout != want:
         return (f"wgmma_layout(4, 128) is {layout}; expected {want}: the 4 warps of the warpgroup stacked along M "
                 "(16 rows each), one instruction as wide as the tile's 128 columns, 16 of K")
     return None
 
 
-def signature(mod, compile=None, in_loop=None, mbarrier_ops=None) -> str | None:
-    """The wgmma K loop, bf16 and fp16: ``in_loop`` plus the HGMMA per K step, nothing left of ldmatrix or mma.sync,
-    and the producer's ``mbarrier_ops``. Lessons 16 and 17 call it with their own compile and counts."""
-    compile, in_loop = compile or compiled, IN_LOOP if in_loop is None else in_loop
-    mbarrier_ops = MBARRIER_OPS if mbarrier_ops is None else mbarrier_ops
+def signature(mod):
+    """The wgmma K loop, bf16 and fp16: IN_LOOP plus 4 HGMMA per K step, nothing left of ldmatrix or mma.sync, and
+    lesson 14's producer."""
     for dtype in ("bf16", "fp16"):
-        k = compile(mod, "sm_90", dtype)
-        if not any(op.startswith("HGMMA") for op in k.opcodes()):
-            return f"{dtype}: no HGMMA (wgmma) at all; the product must come from warpgroup_mma"
-        loop = in_main_loop(k)
-        want = {**in_loop, HGMMA[dtype]: MMA_PER_STEP}
-        got = {op: loop.get(op, 0) for op in want}
-        if got != want:
-            return f"{dtype}: in the K loop {got}; expected {want}"
-        hgmma = {op: n for op, n in k.opcodes().items() if op.startswith("HGMMA")}
-        if hgmma != {HGMMA[dtype]: MMA_PER_STEP}:
-            return f"{dtype}: {hgmma}; expected {MMA_PER_STEP} × {HGMMA[dtype]}, all in the K loop"
-        left = {op: n for op, n in k.opcodes().items() if op.startswith(ABSENT)}
-        if left:
-            return f"{dtype}: {left} left in the kernel: wgmma reads A and B from shared memory itself"
-        ops = {op: n for op, n in sorted(k.opcodes().items()) if op.startswith(("UTMA", "SYNCS"))}
-        if ops != mbarrier_ops:
-            return f"{dtype}: TMA and mbarrier instructions {ops}; expected {mbarrier_ops}"
+        problem = tma_gemm.wgmma_signature(compiled(mod, "sm_90", dtype), dtype, IN_LOOP, MMA_PER_STEP, INSTR_N,
+                                           MBARRIER_OPS)
+        if problem:
+            return problem
     return None
 
 
@@ -111,38 +95,27 @@ def store_masked(mod):
     return store_mask_missing(compiled(mod))
 
 
+def model(mod):
+    return KERNEL.model_check(mod)
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 
-# Lesson 14's GPU checks take any module with a TMA matmul: the odd shapes (K and N multiples of 8), every launch in
-# a child process with a time limit, and the sanitizer's small launch.
-V4 = load_checks("14")
-correct, sanitizer_clean, small_launch = V4.correct, V4.sanitizer_clean, V4.small_launch
+def correct(mod):
+    return tma_gemm.correct(mod)
 
 
 def launcher_refuses(mod):
-    import torch
+    return tma_gemm.launcher_refuses(mod)
 
-    from gluon_course.measure.gemm import gemm_inputs
 
-    a, b = gemm_inputs(129, 136, 1001, torch.bfloat16)
-    return refuses({
-        "K = 1001 bf16 (2002-byte rows of A)": (lambda: mod.matmul(a, b), ValueError, ("16", "multiple")),
-        "fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), TypeError, ()),
-        "num_warps=2 (half a warpgroup)": (lambda: mod.matmul(a[:, :1000], b[:1000], num_warps=2), ValueError,
-                                           ("warpgroup",)),
-    })
+def sanitizer_clean(mod):
+    return tma_gemm.sanitizer_clean(mod)
 
 
 # -- figures -------------------------------------------------------------------------------------
 
-DESIGN_RUN = (
-    Reference(0.97, "of cuBLAS", "a plain Gluon TMA + wgmma kernel, 3 stages, 128 × 256 × 64, 8 warps, on the H200, "
-              "bf16 8192³: 678 TFLOPS; this course's design run (2026-11-29), a trial, not a recording"),
-    Reference(0.86, "of cuBLAS", "plain Triton tl.dot on the H200, bf16 8192³, default (wgmma): 0.78–0.94× cuBLAS; "
-              "this course's design run"),
-    Reference(0.69, "of cuBLAS", "lesson 14 (v4, mma.sync from the same TMA ring), recorded on the H200, "
-              "2026-11-30: 498 TFLOPS"),
-)
+DESIGN_RUN = tma_gemm.DESIGN_RUN
 WHY = ("provisional: set before this kernel ever ran on a GPU. wgmma removes the ldmatrix loads and issues 4 "
        "instructions per K step instead of 64, but here each call waits for its own products before the next "
        "iteration starts (synchronous), so the tensor cores idle during every wait and barrier; expected between "
@@ -170,12 +143,14 @@ CHECKS = LessonChecks(
         Check("resources_sm_90", f"sm_90: {REGISTERS} registers (lesson 14: 198), no spills, {SHARED_BYTES} shared "
               "bytes", resources, target="sm_90"),
         Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
+              KERNEL.config_fits(("sm_90",)), target="sm_90"),
+        Check("host_model", tma_gemm.HOST_MODEL, model),
     ],
     correctness=[
         Check("correct_tma_shapes", "matmul is correct on odd shapes with K, N multiples of 8 (bf16 and fp16; "
               "poisoned, guarded C), all in a child process that must finish within 90 s", correct, gpu=True),
-        Check("launcher_refuses", "the launcher refuses K = 1001 bf16 (TMA's 16-byte rule), fp32 and half a "
-              "warpgroup, with sentences", launcher_refuses, gpu=True),
+        Check("launcher_refuses", tma_gemm.REFUSALS, launcher_refuses, gpu=True),
         Check("sanitizer_clean", "compute-sanitizer memcheck, racecheck and synccheck report nothing on a "
               "129×136×200 launch", sanitizer_clean, gpu=True),
     ],

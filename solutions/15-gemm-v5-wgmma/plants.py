@@ -22,4 +22,16 @@ PLANTS = [
           "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc)",
           "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, use_acc=False)",
           rejected_by="correct_tma_shapes", gpu=True),
+    Plant("acc_layout not declared gl.constexpr: the launcher passes a layout, which a real launch cannot pass as a "
+          "run-time argument",
+          "acc_layout: gl.constexpr, STAGES: gl.constexpr):", "acc_layout, STAGES: gl.constexpr):",
+          rejected_by="wgmma_sm_90", gpu=False),
+    Plant("BLOCK_K 256 in CONFIG: 3 slots of (128 × 256 + 256 × 128) × 2 bytes are 384 KiB, which no SM has (a GPU "
+          "refuses the launch)",
+          '"BLOCK_K": 32, "num_warps": 4, "STAGES": 3}', '"BLOCK_K": 256, "num_warps": 4, "STAGES": 3}',
+          rejected_by="config_fits", gpu=False),
+    Plant("use_acc=False, caught by the host model: every K step overwrites acc",
+          "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc)",
+          "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, use_acc=False)",
+          rejected_by="host_model", gpu=False),
 ]

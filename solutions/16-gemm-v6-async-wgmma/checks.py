@@ -1,52 +1,57 @@
-"""Lesson 16's checks: asynchronous wgmma on sm_90 (wait depth 1, the refill after the wait), correctness and hang
-protection on a GPU, and the figures against cuBLAS and against lesson 15."""
-from gluon_course.course import load_checks
+"""Lesson 16's checks: asynchronous wgmma on sm_90 (wait depth 1, the refill after the wait) at a tile large enough to
+overlap, the host model, correctness and hang protection on a GPU, and the figures against cuBLAS and lesson 15."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
+from gluon_course.grading import tma_gemm
 from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing
+from gluon_course.grading.gemm_kernel import GemmKernel
 
-# Lesson 15's checks compile the kernel, find its loop and run the GPU checks for any module of this shape; this
-# lesson reuses them at its own tile and adds what is new: the wait depth and where the refill sits.
-V5 = load_checks("15")
-main_loop, in_main_loop, HGMMA = V5.main_loop, V5.in_main_loop, V5.HGMMA
-correct, launcher_refuses, sanitizer_clean, DESIGN_RUN = V5.correct, V5.launcher_refuses, V5.sanitizer_clean, \
-    V5.DESIGN_RUN
-# The lesson's CONFIG (lesson 15's), compiled as a launch of an 8192³ problem sees it.
-TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "STAGES": 3}
+# The lesson's CONFIG: 128 × 256 × 64 in two warpgroups, 4 ring slots, compiled as an 8192³ launch sees it.
+TILE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "STAGES": 4, "num_warps": 8}
+KERNEL = GemmKernel("tma", fixed=TILE, extra_tile_keys=("STAGES",),
+                    constexprs=lambda mod, cfg, dtype: mod.kernel_layouts(cfg["num_warps"], cfg["BLOCK_N"]))
 
-# What the pinned Triton 3.9.0 emits on sm_90 for this tile, bf16 and fp16 alike: lesson 15's 4 m64n128k16 products
-# per K step after one WARPGROUP.ARRIVE, but the wait in the loop is WARPGROUP.DEPBAR.LE gsb0, 0x1 (wgmma.wait_group
-# 1: one group may still run) and a second one, 0x0, after the loop. The refill (2 UTMALDG) comes after the wait.
+# What the pinned Triton 3.9.0 emits on sm_90 for this tile, bf16 and fp16 alike. Per K step of 64 each warpgroup
+# issues 4 m64n256k16 products (K 0-15, ..., 48-63; the code is per thread, so the count is 4 whichever warpgroup
+# runs it) after one WARPGROUP.ARRIVE; the wait in the loop is WARPGROUP.DEPBAR.LE gsb0, 0x1 (wgmma.wait_group 1:
+# one group may still run) and a second one, 0x0, after the loop. The refill (2 UTMALDG) comes after the wait.
 IN_LOOP = {"WARPGROUP.ARRIVE": 1, "WARPGROUP.DEPBAR.LE": 1, "UTMALDG.2D": 2, "SYNCS.ARRIVE.TRANS64": 1,
            "SYNCS.PHASECHK.TRANS64.TRYWAIT": 1}
 MMA_PER_STEP = 4
-# Lesson 15's producer: 3 slots, 2 refills before the loop and 1 in it; one barrier per slot.
-MBARRIER_OPS = V5.MBARRIER_OPS
-ABSENT = ("LDSM", "HMMA", "FENCE.VIEW.ASYNC")
-REGISTERS = 154                     # lesson 15's: the same accumulator
-SHARED_BYTES = V5.SHARED_BYTES
+INSTR_N = 256
+# 4 slots, 3 refills before the loop and 1 in it; one barrier per slot.
+MBARRIER_OPS = {"UTMALDG.2D": 8, "SYNCS.EXCH.64": 4, "SYNCS.ARRIVE.TRANS64": 4, "SYNCS.PHASECHK.TRANS64.TRYWAIT": 2,
+                "SYNCS.CCTL.IV": 4}
+# 128 accumulator registers a thread (a warpgroup's 64 × 256 fp32 over its 128 threads), and the rest.
+REGISTERS = 154
+SHARED_BYTES = 4 * (128 * 64 + 64 * 256) * 2 + 4 * 8
 
 
 def compiled(mod, target="sm_90", dtype="bf16"):
-    """The lesson's kernel for ``target`` at this lesson's tile, as a launch with 8192³ operands sees it."""
-    return V5.compiled(mod, target, dtype, TILE)
+    """The lesson's kernel for ``target`` at the course's tile, as a launch with 8192³ operands sees it."""
+    return KERNEL.compile(mod, target, dtype)
+
+
+def main_loop(k):
+    return k.loop_holding("HGMMA")
+
+
+def in_main_loop(k) -> dict:
+    return k.opcodes_between(*main_loop(k))
+
+
+wgmma_waits = tma_gemm.wgmma_waits
 
 
 def wgmma_signature(mod):
-    problem = V5.signature(mod, compiled, IN_LOOP, MBARRIER_OPS)
-    if problem:
-        return problem
     for dtype in ("bf16", "fp16"):
         k = compiled(mod, "sm_90", dtype)
+        problem = tma_gemm.wgmma_signature(k, dtype, IN_LOOP, MMA_PER_STEP, INSTR_N, MBARRIER_OPS)
+        if problem:
+            return problem
         if k.count("WARPGROUP.DEPBAR.LE") != 2:
             return (f"{dtype}: {k.count('WARPGROUP.DEPBAR.LE')} × WARPGROUP.DEPBAR.LE; expected 2: one in the loop, "
                     "one after it for the last group")
     return None
-
-
-def wgmma_waits(k):
-    """(address, depth) of every WARPGROUP.DEPBAR.LE: the depth is how many groups may still be running."""
-    return [(i.address, int(i.text.rsplit(",", 1)[1].strip().rstrip(";"), 0)) for i in k.instructions()
-            if i.opcode == "WARPGROUP.DEPBAR.LE"]
 
 
 def wait_depth(mod):
@@ -82,7 +87,8 @@ def resources(mod):
     got, want = (k.registers, k.spills, k.shared_bytes), (REGISTERS, 0, SHARED_BYTES)
     if got != want:
         return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes; expected "
-                f"{REGISTERS} registers, no spills, {SHARED_BYTES} shared bytes (lesson 15's ring and barriers)")
+                f"{REGISTERS} registers, no spills, {SHARED_BYTES} shared bytes (4 slots of A's and B's tiles and "
+                "their barriers)")
     return None
 
 
@@ -90,19 +96,38 @@ def store_masked(mod):
     return store_mask_missing(compiled(mod))
 
 
+def model(mod):
+    return KERNEL.model_check(mod)
+
+
+# -- on a GPU ------------------------------------------------------------------------------------
+
+def correct(mod):
+    return tma_gemm.correct(mod)
+
+
+def launcher_refuses(mod):
+    return tma_gemm.launcher_refuses(mod)
+
+
+def sanitizer_clean(mod):
+    return tma_gemm.sanitizer_clean(mod)
+
+
 # -- figures -------------------------------------------------------------------------------------
 
 WHY = ("provisional: set before this kernel ever ran on a GPU. Lesson 15's kernel with the products of one K step "
        "running while the next tile is waited for and the slot refilled; the design run's asynchronous wgmma kernel "
        "(a larger 128 × 256 × 64 tile, 8 warps) reached 0.97× cuBLAS. Wide until the first run")
-WHY_V5 = ("provisional: set before this kernel ever ran on a GPU. Lesson 15's kernel timed in the same process: the "
-          "wait depth and the refill's place are the only difference")
+WHY_V5 = ("provisional: set before this kernel ever ran on a GPU. Lesson 15's kernel launched at this lesson's CONFIG "
+          "(the same tile, warpgroups and ring), timed in the same process: the wait depth and the refill's place are "
+          "the only difference")
 TARGET_V5 = CourseTarget(1.0, why="v6 faster than v5: the tensor cores no longer wait for the warps")
 
 
 def _figure(key, title, M, N, K, dtype_name, headline=False):
     return Figure(key, title, gemm_measure(M, N, K, dtype_name, f"v6 async wgmma {dtype_name}"),
-                  Expectation(0.5, 1.1, "cuBLAS", WHY, DESIGN_RUN), headline=headline)
+                  Expectation(0.5, 1.1, "cuBLAS", WHY, tma_gemm.DESIGN_RUN), headline=headline)
 
 
 CHECKS = LessonChecks(
@@ -110,9 +135,9 @@ CHECKS = LessonChecks(
     teaches="asynchronous `warpgroup_mma(..., is_async=True)` and `warpgroup_mma_wait(1)`: the products of one K "
             "step run while the next tile is waited for; a ring slot is refilled only after the products that read it",
     machine_code=[
-        Check("wgmma_sm_90", "sm_90: 4 × HGMMA.64x128x16 per K step after one WARPGROUP.ARRIVE, one "
-              "WARPGROUP.DEPBAR.LE in the loop and one after it; no LDSM, no HMMA, no proxy fence; lesson 15's TMA "
-              "and mbarrier ops (bf16 and fp16)", wgmma_signature, target="sm_90"),
+        Check("wgmma_sm_90", "sm_90: 4 × HGMMA.64x256x16 per K step after one WARPGROUP.ARRIVE, one "
+              "WARPGROUP.DEPBAR.LE in the loop and one after it; no LDSM, no HMMA, no proxy fence; the TMA and "
+              "mbarrier ops of a 4-slot ring (bf16 and fp16)", wgmma_signature, target="sm_90"),
         Check("wait_depth", "sm_90: the loop waits with depth 1 (one group may run on), the end with depth 0",
               wait_depth, target="sm_90"),
         Check("refill_after_wait", "sm_90: the loop's TMA refill comes after the wgmma wait", refill_after_wait,
@@ -120,12 +145,14 @@ CHECKS = LessonChecks(
         Check("resources_sm_90", f"sm_90: {REGISTERS} registers, no spills, {SHARED_BYTES} shared bytes",
               resources, target="sm_90"),
         Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
+              KERNEL.config_fits(("sm_90",)), target="sm_90"),
+        Check("host_model", tma_gemm.HOST_MODEL, model),
     ],
     correctness=[
         Check("correct_tma_shapes", "matmul is correct on odd shapes with K, N multiples of 8 (bf16 and fp16; "
               "poisoned, guarded C), all in a child process that must finish within 90 s", correct, gpu=True),
-        Check("launcher_refuses", "the launcher refuses K = 1001 bf16 (TMA's 16-byte rule), fp32 and half a "
-              "warpgroup, with sentences", launcher_refuses, gpu=True),
+        Check("launcher_refuses", tma_gemm.REFUSALS, launcher_refuses, gpu=True),
         Check("sanitizer_clean", "compute-sanitizer memcheck, racecheck and synccheck report nothing on a "
               "129×136×200 launch", sanitizer_clean, gpu=True),
     ],
@@ -133,7 +160,7 @@ CHECKS = LessonChecks(
         _figure("bf16_8192", "bf16 8192³", 8192, 8192, 8192, "bf16", headline=True),
         _figure("fp16_8192", "fp16 8192³", 8192, 8192, 8192, "fp16"),
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
-        Figure("vs_v5_bf16_8192", "v6 over v5, bf16 8192³", speedup_over("15", "v5", "v6"),
+        Figure("vs_v5_bf16_8192", "v6 over v5, bf16 8192³", speedup_over("15", "v5", "v6", previous_config=TILE),
                Expectation(0.9, 2.5, "v5", WHY_V5, unit="× v5", target=TARGET_V5)),
     ],
 )

@@ -28,4 +28,11 @@ PLANTS = [
           "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, is_async=True)",
           "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, is_async=True, use_acc=False)",
           rejected_by="correct_tma_shapes", gpu=True),
+    Plant("a ring of 5 slots: 5 × 48 KiB is 240 KiB, more than the 227 KiB a program may have",
+          '"num_warps": 8, "STAGES": 4}', '"num_warps": 8, "STAGES": 5}',
+          rejected_by="config_fits", gpu=False),
+    Plant("the refill one tile too far ahead, caught by the host model: it overwrites the slot the running group reads",
+          "pid_n * BLOCK_N, i + STAGES - 1,\n                   STAGES, i + STAGES - 1 < k_tiles)",
+          "pid_n * BLOCK_N, i + STAGES,\n                   STAGES, i + STAGES < k_tiles)",
+          rejected_by="host_model", gpu=False),
 ]

@@ -1,25 +1,43 @@
 """Lesson 17's checks: a persistent tile loop around lesson 16's pipeline on sm_90 (the ring set up once, the
-store inside the tile loop, as many programs as fit), correctness and hang protection on a GPU, and the figures
-against cuBLAS and against lesson 16."""
-from gluon_course.course import load_checks
+store inside the tile loop, as many programs as fit), the grouped order evaluated on the host, the host model,
+correctness and hang protection on a GPU, and the figures against cuBLAS and against lesson 16."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
+from gluon_course.grading import tma_gemm
 from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing
+from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine.occupancy import occupancy_of
 
-# Lessons 14 and 15's checks compile the kernel and run the GPU checks for any module of this shape; lesson 16's
-# know the asynchronous pipeline's signature. This lesson adds the tile loop.
-V4, V5, V6 = load_checks("14"), load_checks("15"), load_checks("16")
-main_loop, in_main_loop = V5.main_loop, V5.in_main_loop
-launcher_refuses, sanitizer_clean, DESIGN_RUN = V5.launcher_refuses, V5.sanitizer_clean, V5.DESIGN_RUN
 # The lesson's CONFIG (lesson 16's tile and ring, 8 rows of tiles per group), as a launch of an 8192³ problem sees it.
-TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "STAGES": 3, "GROUP_M": 8}
-REGISTERS = 156                     # lesson 16: 154; the tile loop's counters cost 2
-PROGRAMS_PER_SM = 3                 # what 156 registers × 128 threads allow on sm_90 (65536 registers per SM)
+TILE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "STAGES": 4, "GROUP_M": 8, "num_warps": 8}
+
+
+def _programs(M, N, cfg, sms):
+    """As many programs as fit (programs_per_sm on each SM), never more than there are tiles: the launcher's rule."""
+    tiles = -(-M // cfg["BLOCK_M"]) * -(-N // cfg["BLOCK_N"])
+    return min(tiles, sms * cfg.get("programs_per_sm", 1))
+
+
+KERNEL = GemmKernel("tma", fixed=TILE, extra_tile_keys=("STAGES", "GROUP_M"), grid=_programs,
+                    ignore=("num_warps", "programs_per_sm"),
+                    constexprs=lambda mod, cfg, dtype: mod.kernel_layouts(cfg["num_warps"], cfg["BLOCK_N"]))
+# Lesson 16's K loop, instruction for instruction (its counts: same tile, same ring).
+IN_LOOP = {"WARPGROUP.ARRIVE": 1, "WARPGROUP.DEPBAR.LE": 1, "UTMALDG.2D": 2, "SYNCS.ARRIVE.TRANS64": 1,
+           "SYNCS.PHASECHK.TRANS64.TRYWAIT": 1}
+MMA_PER_STEP, INSTR_N = 4, 256
+MBARRIER_OPS = {"UTMALDG.2D": 8, "SYNCS.EXCH.64": 4, "SYNCS.ARRIVE.TRANS64": 4, "SYNCS.PHASECHK.TRANS64.TRYWAIT": 2,
+                "SYNCS.CCTL.IV": 4}
+REGISTERS = 154                     # lesson 16's: the tile loop's counters fit in what the accumulator leaves
+SHARED_BYTES = 4 * (128 * 64 + 64 * 256) * 2 + 4 * 8
+PROGRAMS_PER_SM = 1                 # a 192 KiB ring: a second program's would not fit in the SM's 228 KiB
 
 
 def compiled(mod, target="sm_90", dtype="bf16"):
-    """The lesson's kernel for ``target`` at this lesson's tile, as a launch with 8192³ operands sees it."""
-    return V5.compiled(mod, target, dtype, TILE)
+    """The lesson's kernel for ``target`` at the course's tile, as a launch with 8192³ operands sees it."""
+    return KERNEL.compile(mod, target, dtype)
+
+
+def main_loop(k):
+    return k.loop_holding("HGMMA")
 
 
 def _tile_loop(k):
@@ -31,11 +49,12 @@ def _tile_loop(k):
 
 def pipeline(mod):
     """Lesson 16's asynchronous pipeline inside: the same instructions per K step, the same producer."""
-    problem = V5.signature(mod, compiled, V6.IN_LOOP, V6.MBARRIER_OPS)
-    if problem:
-        return problem
     for dtype in ("bf16", "fp16"):
-        depths = [depth for _, depth in V6.wgmma_waits(compiled(mod, "sm_90", dtype))]
+        k = compiled(mod, "sm_90", dtype)
+        problem = tma_gemm.wgmma_signature(k, dtype, IN_LOOP, MMA_PER_STEP, INSTR_N, MBARRIER_OPS)
+        if problem:
+            return problem
+        depths = [depth for _, depth in tma_gemm.wgmma_waits(k)]
         if sorted(depths) != [0, 1]:
             return (f"{dtype}: wgmma waits of depth {depths}; expected one of depth 1 in the K loop and one of 0 "
                     "per tile")
@@ -74,10 +93,10 @@ def ring_set_up_once(mod):
 def programs_fit(mod):
     k = compiled(mod)
     got = (k.registers, k.spills, k.shared_bytes)
-    if got != (REGISTERS, 0, V5.SHARED_BYTES):
+    if got != (REGISTERS, 0, SHARED_BYTES):
         return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes; expected "
-                f"{REGISTERS}, no spills, {V5.SHARED_BYTES}")
-    fits = occupancy_of(k, 4).blocks
+                f"{REGISTERS}, no spills, {SHARED_BYTES}")
+    fits = occupancy_of(k, TILE["num_warps"]).blocks
     if fits != mod.CONFIG["programs_per_sm"]:
         return (f"{fits} programs fit on an SM but CONFIG launches {mod.CONFIG['programs_per_sm']} per SM: a "
                 "persistent grid should be exactly what the GPU holds at once")
@@ -88,27 +107,48 @@ def store_masked(mod):
     return store_mask_missing(compiled(mod))
 
 
+def grouped_order(mod):
+    """The learner's grouped_tile, evaluated on the host over whole grids: every tile of C exactly once, for grids
+    with a last group of fewer rows and for several GROUP_M."""
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model.orders import visits_each_once
+
+    for num_pid_m, num_pid_n in ((1, 1), (3, 5), (8, 8), (9, 4), (17, 3), (64, 32)):
+        for group_m in (1, 3, 8):
+            try:
+                problem = visits_each_once(mod.grouped_tile, num_pid_m, num_pid_n, group_m)
+            except ModelUnsupported as e:
+                return f"grouped_tile uses {e}, which the host cannot evaluate: keep it to integer arithmetic"
+            if problem:
+                return f"grouped_tile with GROUP_M={group_m}: {problem}"
+    return None
+
+
+def model(mod):
+    # 3 programs for the host model's problems: 9 and more tiles of C, so every program does several.
+    return KERNEL.model_check(mod, sms=3)
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 
-# Lesson 14's shapes have at most 66 tiles of C: fewer than an H200's 396 programs, so no program would do a
-# second tile. Two more shapes give programs several tiles each (561 and 528 tiles), with K steps per tile (7 and 3)
-# that are not a multiple of 3 or are, so the ring's slots and phases must carry across tiles either way.
-SHAPES = V4.TMA_SHAPES + ((4097, 2056, 200), (2000, 4104, 72))
-
-
-def correct_here(module_file: str) -> str | None:
-    """The correctness check itself (for a child process: a barrier that never completes hangs there)."""
-    from gluon_course.course import load_module_file
-    from gluon_course.measure.gemm import check_gemm
-
-    mod = load_module_file(module_file)
-    return check_gemm(lambda a, b, c: mod.matmul(a, b, c), shapes=SHAPES)
+# Lesson 14's shapes have at most 66 tiles of C: fewer than an H200's 132 programs, so no program would do a second
+# tile. Two more shapes give programs several tiles each (33 × 9 = 297 and 16 × 17 = 272 tiles of 128 × 256), with
+# K steps per tile (4 and 2) that are and are not a multiple of the ring's 4 slots, so slots and phases must carry
+# across tiles either way.
+SHAPES = tma_gemm.TMA_SHAPES + tma_gemm.MANY_TILES
 
 
 def correct(mod):
-    from gluon_course.measure.isolated import check_in_child
+    return tma_gemm.correct(mod, SHAPES)
 
-    return check_in_child(f"{__file__}:correct_here", [mod.__file__], timeout=V4.CHILD_LIMIT_S)
+
+def launcher_refuses(mod):
+    return tma_gemm.launcher_refuses(mod)
+
+
+def sanitizer_clean(mod):
+    # 6 tiles on 2 programs: each program does 3, so the sanitizers see the phases carried across tiles.
+    return tma_gemm.sanitizer_clean(mod, tma_gemm.PERSISTENT_SMALL)
 
 
 # -- figures -------------------------------------------------------------------------------------
@@ -123,7 +163,7 @@ TARGET_V6 = CourseTarget(1.0, why="v7 at least as fast as v6: tiles shared in L2
 
 def _figure(key, title, M, N, K, dtype_name, headline=False):
     return Figure(key, title, gemm_measure(M, N, K, dtype_name, f"v7 persistent {dtype_name}"),
-                  Expectation(0.5, 1.1, "cuBLAS", WHY, DESIGN_RUN), headline=headline)
+                  Expectation(0.5, 1.1, "cuBLAS", WHY, tma_gemm.DESIGN_RUN), headline=headline)
 
 
 CHECKS = LessonChecks(
@@ -140,15 +180,19 @@ CHECKS = LessonChecks(
         Check("programs_fit", f"sm_90: {REGISTERS} registers, no spills; CONFIG's {PROGRAMS_PER_SM} programs per "
               "SM are exactly what fits", programs_fit, target="sm_90"),
         Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
+              KERNEL.config_fits(("sm_90",)), target="sm_90"),
+        Check("grouped_order", "grouped_tile, evaluated on the host over grids of 1 × 1 to 64 × 32 tiles with GROUP_M "
+              "1, 3 and 8, visits every tile of C exactly once", grouped_order),
+        Check("host_model", tma_gemm.HOST_MODEL + "; 3 programs, several tiles each", model),
     ],
     correctness=[
         Check("correct_tma_shapes", "matmul is correct on odd shapes with K, N multiples of 8, and on two with "
               "several tiles per program (bf16 and fp16; poisoned, guarded C), all in a child process that must finish "
               "within 90 s", correct, gpu=True),
-        Check("launcher_refuses", "the launcher refuses K = 1001 bf16 (TMA's 16-byte rule), fp32 and half a "
-              "warpgroup, with sentences", launcher_refuses, gpu=True),
+        Check("launcher_refuses", tma_gemm.REFUSALS, launcher_refuses, gpu=True),
         Check("sanitizer_clean", "compute-sanitizer memcheck, racecheck and synccheck report nothing on a "
-              "129×136×200 launch", sanitizer_clean, gpu=True),
+              "129×520×200 launch on 2 programs (3 tiles each)", sanitizer_clean, gpu=True),
     ],
     figures=[
         _figure("bf16_8192", "bf16 8192³", 8192, 8192, 8192, "bf16", headline=True),

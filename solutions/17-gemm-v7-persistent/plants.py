@@ -31,4 +31,18 @@ PLANTS = [
           "    pid_m = first_pid_m + (tile % tiles_per_group) // num_pid_n\n"
           "    pid_n = (tile % tiles_per_group) // group_rows\n",
           rejected_by="correct_tma_shapes", gpu=True),
+    Plant("GROUP_M not declared gl.constexpr in the kernel: the launcher passes a Python int that a real launch would "
+          "turn into a run-time value, which grouped_tile's constexpr parameter cannot take",
+          "acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr):",
+          "acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M):",
+          rejected_by="pipeline_sm_90", gpu=False),
+    Plant("a grouped order that visits some tiles twice and others never (columns counted in pairs), caught on the host",
+          "    pid_n = (tile % tiles_per_group) // group_rows\n",
+          "    pid_n = (tile % tiles_per_group) // (2 * group_rows)\n",
+          rejected_by="grouped_order", gpu=False),
+    Plant("the phase counts the tile's own K steps, caught by the host model: from the second tile on a wait names a "
+          "phase its barrier has already passed",
+          "mbarrier.wait(ready.index(slot), ((step + i) // STAGES) & 1)",
+          "mbarrier.wait(ready.index(slot), (i // STAGES) & 1)",
+          rejected_by="host_model", gpu=False),
 ]

@@ -1,0 +1,95 @@
+"""The GEMM lessons in the host model: small matrices of small integers (every product and every sum exact, so the
+model's C must equal the reference exactly), C poisoned with NaN, every element of C written exactly once.
+
+``check(launch, shapes)`` runs ``launch(a, b, c, M, N, K)`` (model buffers; the lesson's kernel run through
+``gluon_course.model.run``) on each shape and returns None or one sentence. ``tma_launch`` and ``pointer_launch``
+build that launch for the two kinds of kernel the course writes."""
+from __future__ import annotations
+
+import numpy as np
+
+from .run import run as run_kernel
+from .runtime import Buffer, ModelError, ModelUnsupported
+from .shims import HostTensorDescriptor, Pointer, round_to
+
+
+def _gl_dtype(name: str):
+    from triton.experimental.gluon import language as gl
+
+    return {"bf16": gl.bfloat16, "fp16": gl.float16}[name]
+
+
+def operands(M: int, N: int, K: int, seed: int = 0, b_layout: str = "row"):
+    """A (M×K) and B (K×N, or its N×K transpose when ``b_layout == "col"``): integers in [-2, 2], exact in bf16 and
+    fp16, so that a correct kernel's fp32 sums are exact whatever their order."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-2, 3, size=(M, K)).astype(np.float32)
+    b = rng.integers(-2, 3, size=(K, N)).astype(np.float32)
+    return a, b
+
+
+def check(launch, shapes, dtype: str = "bf16", b_layout: str = "row", tile=None) -> str | None:
+    """None when ``launch`` computes C = A·B exactly on every shape, writing each element once; else one sentence.
+    ``tile`` (BLOCK_M, BLOCK_N) lets the sentence name the tile of C that went wrong."""
+    gl_dtype = _gl_dtype(dtype)
+    for M, N, K in shapes:
+        where = f"in the host model, {M}×{N}×{K} {dtype}"
+        a, b = operands(M, N, K)
+        a_buf = Buffer("A", a, gl_dtype)
+        b_buf = Buffer("B", b.T.copy() if b_layout == "col" else b, gl_dtype)
+        c_buf = Buffer("C", np.zeros((M, N), np.float32), gl_dtype, poison=True)
+        try:
+            launch(a_buf, b_buf, c_buf, M, N, K)
+        except ModelUnsupported:
+            raise
+        except ModelError as e:
+            return f"{where}: {e}"
+        got = c_buf.values()
+        want = round_to((a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32), gl_dtype)
+        writes = c_buf.writes.reshape(M, N)
+        for problem, mask in (("never written (still NaN)", writes == 0),
+                              ("written more than once (a tile computed twice?)", writes > 1),
+                              ("wrong", ~(got == want) & (writes == 1))):
+            if mask.any():
+                i, j = map(int, np.argwhere(mask)[0])
+                at = f"C[{i}, {j}]"
+                if tile is not None:
+                    at += f", in tile ({i // tile[0]}, {j // tile[1]}) of C"
+                detail = (f": got {got[i, j]:g}, expected {want[i, j]:g}" if problem == "wrong" else "")
+                return f"{where}: {int(mask.sum())} element(s) of C {problem}; the first is {at}{detail}"
+    return None
+
+
+def tma_launch(kernel, tile: dict, grid, constexprs: dict, dtype: str = "bf16", b_layout: str = "row",
+               c_descriptor: bool = False, num_warps: int = 4):
+    """The launch of a TMA kernel ``kernel(a_desc, b_desc, c_ptr (or c_desc), M, N, K, stride_cm, stride_cn,
+    **constexprs)``: descriptors of A's BLOCK_M × BLOCK_K tiles and B's BLOCK_K × BLOCK_N tiles (BLOCK_N × BLOCK_K of
+    the N×K matrix when ``b_layout == "col"``). ``grid(M, N)`` gives the number of programs."""
+    from triton.experimental.gluon import language as gl
+
+    gl_dtype = _gl_dtype(dtype)
+    BM, BN, BK = tile["BLOCK_M"], tile["BLOCK_N"], tile["BLOCK_K"]
+
+    def launch(a_buf, b_buf, c_buf, M, N, K):
+        b_block = [BN, BK] if b_layout == "col" else [BK, BN]
+        a_desc = HostTensorDescriptor(a_buf, [BM, BK], gl.NVMMASharedLayout.get_default_for([BM, BK], gl_dtype))
+        b_desc = HostTensorDescriptor(b_buf, b_block, gl.NVMMASharedLayout.get_default_for(b_block, gl_dtype))
+        if c_descriptor:
+            c_block = [BM, tile.get("EPILOGUE_N", BN)]
+            c = HostTensorDescriptor(c_buf, c_block, gl.NVMMASharedLayout.get_default_for(c_block, gl_dtype))
+        else:
+            c = Pointer(c_buf)
+        run_kernel(kernel, grid(M, N), a_desc, b_desc, c, M, N, K, N, 1, num_warps=num_warps,
+                      **{**tile, **constexprs})
+    return launch
+
+
+def pointer_launch(kernel, tile: dict, grid, constexprs: dict, num_warps: int = 4, strides: bool = True):
+    """The launch of a pointer kernel ``kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+    stride_bn, stride_cm, stride_cn, **constexprs)`` on row-major A, B and C."""
+    def launch(a_buf, b_buf, c_buf, M, N, K):
+        args = (Pointer(a_buf), Pointer(b_buf), Pointer(c_buf), M, N, K)
+        if strides:
+            args += (K, 1, N, 1, N, 1)
+        run_kernel(kernel, grid(M, N), *args, num_warps=num_warps, **{**tile, **constexprs})
+    return launch

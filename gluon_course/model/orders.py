@@ -1,0 +1,37 @@
+"""Tile orders on the host: a learner's ``@gluon.jit`` function that maps a tile number to (row, column) of tiles,
+evaluated with numpy over a whole grid at once, to show that every tile is visited exactly once."""
+from __future__ import annotations
+
+import numpy as np
+
+from .run import patched
+
+
+def tile_order(fn, tiles: int, *args) -> tuple[np.ndarray, np.ndarray]:
+    """(pid_m, pid_n) of tile numbers 0 … tiles − 1 under ``fn(tile, *args)`` (the kernel's own function)."""
+    rows, cols = patched(fn)(np.arange(tiles, dtype=np.int64), *args)
+    return (np.broadcast_to(np.asarray(rows, dtype=np.int64), (tiles,)),
+            np.broadcast_to(np.asarray(cols, dtype=np.int64), (tiles,)))
+
+
+def visits_each_once(fn, num_pid_m: int, num_pid_n: int, *args) -> str | None:
+    """None when ``fn`` sends the tiles of a num_pid_m × num_pid_n grid to every (row, column) exactly once."""
+    tiles = num_pid_m * num_pid_n
+    rows, cols = tile_order(fn, tiles, num_pid_m, num_pid_n, *args)
+    outside = (rows < 0) | (rows >= num_pid_m) | (cols < 0) | (cols >= num_pid_n)
+    if outside.any():
+        t = int(np.argmax(outside))
+        return (f"on a {num_pid_m} × {num_pid_n} grid of tiles, tile {t} goes to ({rows[t]}, {cols[t]}), outside "
+                "the grid")
+    seen = np.zeros((num_pid_m, num_pid_n), dtype=np.int64)
+    np.add.at(seen, (rows, cols), 1)
+    if (seen != 1).any():
+        twice = np.argwhere(seen > 1)
+        never = np.argwhere(seen == 0)
+        parts = []
+        if len(twice):
+            parts.append(f"{len(twice)} visited more than once (first: ({twice[0][0]}, {twice[0][1]}))")
+        if len(never):
+            parts.append(f"{len(never)} never visited (first: ({never[0][0]}, {never[0][1]}))")
+        return f"on a {num_pid_m} × {num_pid_n} grid of tiles, " + " and ".join(parts)
+    return None

@@ -1,0 +1,128 @@
+"""Run a ``@gluon.jit`` kernel in the host model: its Python body, once per program, with Gluon's operations
+replaced by the model's (``shims``). The kernel's own source is what runs: a learner's kernel, not a copy of it."""
+from __future__ import annotations
+
+import itertools
+import types
+
+from . import shims
+from .runtime import ModelUnsupported, Partition, Program, run_partitions
+
+
+class _Namespace:
+    """A stand-in for a Gluon module: the model's version of each operation it knows, the real classes (layouts,
+    dtypes, constexpr) for everything else, and ModelUnsupported for an operation it does not know."""
+
+    def __init__(self, real, label: str, ops: dict, submodules: dict | None = None):
+        self._real, self._label, self._ops, self._sub = real, label, ops, submodules or {}
+
+    def __getattr__(self, name):
+        if name in self._ops:
+            return self._ops[name]
+        if name in self._sub:
+            return self._sub[name]
+        value = getattr(self._real, name)
+        if getattr(value, "__triton_builtin__", False) or isinstance(value, types.ModuleType):
+            return _unsupported(f"{self._label}.{name}")
+        return value
+
+
+def _unsupported(name: str):
+    def stub(*args, **kwargs):
+        raise ModelUnsupported(name)
+    return stub
+
+
+def _namespaces() -> dict:
+    """id(real module or function) -> its stand-in."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia import ampere, hopper
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy, mbarrier as ampere_mbarrier
+    from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
+
+    barrier_ops = {"init": shims.mbarrier_init, "expect": shims.mbarrier_expect, "arrive": shims.mbarrier_arrive,
+                   "wait": shims.mbarrier_wait, "invalidate": shims.mbarrier_invalidate,
+                   "allocate_mbarrier": shims.allocate_mbarrier}
+    mb = _Namespace(mbarrier, "mbarrier", barrier_ops)
+    tma_ns = _Namespace(tma, "tma", {"async_load": shims.tma_async_load, "async_store": shims.tma_async_store,
+                                     "store_wait": shims.tma_store_wait})
+    cp = _Namespace(async_copy, "async_copy", {"async_load": shims.cp_async_load,
+                                               "commit_group": shims.cp_commit_group,
+                                               "wait_group": shims.cp_wait_group})
+    wgmma = {"warpgroup_mma": shims.warpgroup_mma, "warpgroup_mma_wait": shims.warpgroup_mma_wait,
+             "warpgroup_mma_init": shims.warpgroup_mma_init, "fence_async_shared": shims.fence_async_shared}
+    hop = _Namespace(hopper, "hopper", wgmma, {"mbarrier": mb, "tma": tma_ns})
+    amp_mb = _Namespace(ampere_mbarrier, "mbarrier", barrier_ops)
+    amp = _Namespace(ampere, "ampere", {"mma_v2": shims._mma_v2}, {"async_copy": cp, "mbarrier": amp_mb})
+    gl_ns = _Namespace(gl, "gl", shims.GL)
+    table = {id(gl): gl_ns, id(mbarrier): mb, id(ampere_mbarrier): amp_mb, id(tma): tma_ns, id(async_copy): cp,
+             id(hopper): hop, id(ampere): amp, id(ampere.mma_v2): shims._mma_v2}
+    for name, fn in wgmma.items():
+        table[id(getattr(hopper, name))] = fn
+    return table
+
+
+_TABLE: dict | None = None
+_PATCHED: dict = {}
+
+
+def _replacement(value):
+    from triton.runtime.jit import JITFunction
+
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _namespaces()
+    if id(value) in _TABLE:
+        return _TABLE[id(value)]
+    if isinstance(value, JITFunction):
+        return _jit_wrapper(value)
+    if getattr(value, "__triton_builtin__", False):
+        return _unsupported(getattr(value, "__name__", "a Gluon builtin"))
+    if isinstance(value, types.ModuleType) and value.__name__.startswith("triton.experimental.gluon.language"):
+        return _Namespace(value, value.__name__.rsplit(".", 1)[-1], {})
+    return value
+
+
+def _jit_wrapper(jit_fn):
+    def call(*args, **kwargs):
+        return patched(jit_fn)(*args, **kwargs)
+    call.__name__ = getattr(jit_fn, "__name__", "jit function")
+    return call
+
+
+def patched(fn):
+    """The Python function behind ``fn`` (a @gluon.jit function, or a plain function), with its globals pointing at
+    the model's operations."""
+    raw = getattr(fn, "fn", fn)
+    if not isinstance(raw, types.FunctionType):
+        return fn
+    key = id(raw)
+    if key not in _PATCHED:
+        globals_ = {}
+        fresh = types.FunctionType(raw.__code__, globals_, raw.__name__, raw.__defaults__, raw.__closure__)
+        fresh.__kwdefaults__ = raw.__kwdefaults__
+        _PATCHED[key] = fresh
+        globals_.update({name: _replacement(value) for name, value in raw.__globals__.items()})
+        globals_.setdefault("__builtins__", raw.__globals__.get("__builtins__"))
+    return _PATCHED[key]
+
+
+def run(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:
+    """Run ``kernel`` over ``grid`` (an int or a tuple of up to 3) with ``args`` (model buffers' pointers,
+    descriptors, ints) and ``kwargs`` (the constexprs, by name). Returns each program's state (its trace).
+
+    Raises ModelHang, ModelRace, ModelOutOfBounds or ModelError with a sentence when the kernel's protocol is wrong,
+    and ModelUnsupported when the kernel uses an operation the model does not know."""
+    body = patched(kernel)
+    grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
+    grid = grid + (1,) * (3 - len(grid))
+    programs = []
+    for pid_z, pid_y, pid_x in itertools.product(*(range(g) for g in reversed(grid))):
+        pid = (pid_x, pid_y, pid_z)
+        prog = Program(pid, grid, num_warps)
+        part = Partition("program", pid, grid, num_warps)
+        prog.partitions = [part]
+        run_partitions(prog, [(part, lambda: body(*args, **kwargs))])
+        shims._require_drained(part)
+        programs.append(prog)
+    return programs

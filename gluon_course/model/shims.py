@@ -1,0 +1,773 @@
+"""What Gluon's operations do in the host model: numpy values for tensors, and the protocol of shared memory,
+mbarriers, TMA, cp.async and wgmma checked as each operation runs (see ``runtime``).
+
+Layouts are accepted and ignored (they change where an element lives, never its value); tensors are numpy arrays;
+a pointer is a buffer and an array of element offsets. Any Gluon operation not modelled here raises
+``ModelUnsupported`` with its name, so the model never guesses.
+"""
+from __future__ import annotations
+
+import inspect
+import linecache
+import re
+
+import numpy as np
+
+from .runtime import (Buffer, ModelError, ModelOutOfBounds, ModelRace, ModelUnsupported, SharedRoot, block_until,
+                      current, program, run_partitions, Partition, yield_turn)
+
+
+# -- values ----------------------------------------------------------------------------------------
+
+def _torch_dtype(dtype):
+    import torch
+    from triton.experimental.gluon import language as gl
+
+    return {gl.bfloat16: torch.bfloat16, gl.float16: torch.float16, gl.float32: torch.float32}.get(dtype)
+
+
+def round_to(values, dtype) -> np.ndarray:
+    """``values`` rounded to ``dtype`` (bf16, fp16: to nearest even, as the GPU converts), kept as float32."""
+    import torch
+    from triton.experimental.gluon import language as gl
+
+    values = np.asarray(values)
+    if dtype in (gl.int32, gl.int64, gl.int16, gl.int8, gl.int1):
+        return values.astype(np.int64)
+    t = _torch_dtype(dtype)
+    if t is None:
+        raise ModelUnsupported(f"conversion to {dtype}")
+    return torch.from_numpy(np.array(values, dtype=np.float32)).to(t).to(torch.float32).numpy()
+
+
+class Tensor(np.ndarray):
+    """A Gluon tensor in the model: a numpy array that also has ``.to(dtype)``."""
+
+    def to(self, dtype, bitcast=False, fp_downcast_rounding=None):
+        return as_tensor(round_to(self, dtype))
+
+
+def as_tensor(x) -> Tensor:
+    return np.asarray(x).view(Tensor)
+
+
+class AsyncAcc:
+    """What ``warpgroup_mma(..., is_async=True)`` returns: the product, usable only once its group is retired."""
+
+    def __init__(self, value, partition, group):
+        self.value, self.partition, self.group = value, partition, group
+
+    def outstanding(self) -> bool:
+        return any(g == self.group for g, _ in self.partition.wgmma_groups)
+
+    def resolved(self, what: str):
+        if self.outstanding():
+            raise ModelRace(f"{what} the accumulator while the wgmma group that computes it may still be running: "
+                            "warpgroup_mma_wait(0, deps=(acc,)) first")
+        return as_tensor(self.value)
+
+    def to(self, dtype, **_):
+        return self.resolved("converts").to(dtype)
+
+    @property
+    def shape(self):
+        return self.value.shape
+
+
+def value_of(x, what: str = "uses"):
+    if isinstance(x, AsyncAcc):
+        return x.resolved(what)
+    return x
+
+
+class PointerType:
+    def __init__(self, element_ty):
+        self.element_ty = element_ty
+
+
+class Pointer:
+    """``ptr + offsets``: a buffer and the element offsets of a pointer tensor (a plain pointer has offset 0)."""
+
+    __array_ufunc__ = None          # numpy hands ``array + pointer`` to Pointer.__radd__
+
+    def __init__(self, buffer: Buffer, offsets=0):
+        self.buffer = buffer
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+
+    @property
+    def dtype(self):
+        return PointerType(self.buffer.dtype)
+
+    @property
+    def shape(self):
+        return self.offsets.shape
+
+    def __add__(self, other):
+        if isinstance(other, Pointer):
+            raise TypeError("a pointer plus a pointer has no meaning: add offsets to one pointer")
+        return Pointer(self.buffer, self.offsets + np.asarray(value_of(other), dtype=np.int64))
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return Pointer(self.buffer, self.offsets - np.asarray(other, dtype=np.int64))
+
+    def __getitem__(self, index):
+        return Pointer(self.buffer, self.offsets[index])
+
+
+# -- global memory: load and store ----------------------------------------------------------------
+
+def _broadcast(*arrays):
+    shaped = [np.asarray(a) for a in arrays if a is not None]
+    shape = np.broadcast_shapes(*(a.shape for a in shaped))
+    return [None if a is None else np.broadcast_to(np.asarray(a), shape) for a in arrays]
+
+
+def load(pointer, mask=None, other=None, *args, **kwargs):
+    if not isinstance(pointer, Pointer):
+        raise ModelUnsupported("gl.load of something other than a pointer (a block pointer or descriptor)")
+    mask = True if mask is None else value_of(mask)
+    offsets, mask_b, other_b = _broadcast(pointer.offsets, np.asarray(mask, dtype=bool),
+                                          None if other is None else np.asarray(value_of(other), dtype=np.float32))
+    values = pointer.buffer.read(offsets, mask_b)
+    if other_b is not None:
+        values = np.where(mask_b, values, other_b)
+    return as_tensor(values)
+
+
+def store(pointer, value, mask=None, *args, **kwargs):
+    if not isinstance(pointer, Pointer):
+        raise ModelUnsupported("gl.store to something other than a pointer")
+    value = value_of(value, "stores")
+    mask = True if mask is None else value_of(mask)
+    offsets, values, mask_b = _broadcast(pointer.offsets, np.asarray(value, dtype=np.float32),
+                                         np.asarray(mask, dtype=bool))
+    pointer.buffer.write(offsets, round_to(values, pointer.buffer.dtype), mask_b)
+
+
+# -- shared memory ---------------------------------------------------------------------------------
+
+class Shared:
+    """A view of a shared-memory allocation: the root, the slot (first index) it lies in, and the numpy view."""
+
+    def __init__(self, root: SharedRoot, slot=None, steps=()):
+        self.root, self.slot, self.steps = root, slot, tuple(steps)
+
+    # what the kernel reads off a descriptor
+    @property
+    def dtype(self):
+        return self.root.dtype
+
+    @property
+    def layout(self):
+        return self.root.layout
+
+    @property
+    def shape(self):
+        return list(self.view().shape)
+
+    def view(self) -> np.ndarray:
+        v = self.root.data if self.slot is None else self.root.data[self.slot]
+        for kind, arg in self.steps:
+            if kind == "index":
+                v = v[arg]
+            elif kind == "permute":
+                v = v.transpose(arg)
+            elif kind == "slice":
+                start, length, dim = arg
+                index = [slice(None)] * v.ndim
+                index[dim] = slice(start, start + length)
+                v = v[tuple(index)]
+            elif kind == "reshape":
+                v = v.reshape(arg)
+        return v
+
+    def name(self) -> str:
+        return self.root.slot_name(self.slot)
+
+    def states(self):
+        return self.root.slots if self.slot is None else [self.root.slots[self.slot]]
+
+    # views
+    def index(self, i):
+        i = int(value_of(i))
+        if self.root.is_barrier:
+            if self.slot is not None or self.steps:
+                raise ModelUnsupported("indexing a barrier twice")
+            return BarrierRef(self.root, i)
+        if self.slot is None and not self.steps and len(self.root.shape) > 1:
+            if not 0 <= i < self.root.shape[0]:
+                raise ModelOutOfBounds(f"{self.root.name}.index({i}) outside its {self.root.shape[0]} slots")
+            return Shared(self.root, i)
+        return Shared(self.root, self.slot, self.steps + (("index", i),))
+
+    def permute(self, order):
+        return Shared(self.root, self.slot, self.steps + (("permute", tuple(int(o) for o in order)),))
+
+    def slice(self, start, length, dim=0):
+        return Shared(self.root, self.slot, self.steps + (("slice", (int(start), int(length), int(dim))),))
+
+    def reshape(self, shape):
+        return Shared(self.root, self.slot, self.steps + (("reshape", tuple(int(s) for s in shape)),))
+
+    # accesses by the threads themselves
+    def load(self, layout=None):
+        check_read(self, "the threads' own load (smem.load)")
+        return as_tensor(self.view().copy())
+
+    def store(self, value):
+        value = value_of(value, "stores")
+        check_write(self, "the threads' own store (smem.store)")
+        self.view()[...] = round_to(np.broadcast_to(np.asarray(value), self.view().shape), self.root.dtype)
+        for st in self.states():
+            st.written_by_threads = True
+        program().log(current(), "smem.store", slot=self.name())
+
+
+class BarrierRef:
+    """``bars.index(i)`` of an allocation of mbarriers."""
+
+    def __init__(self, root: SharedRoot, i: int):
+        if not 0 <= i < len(root.barriers):
+            raise ModelOutOfBounds(f"{root.name}.index({i}) outside its {len(root.barriers)} barriers")
+        self.barrier = root.barriers[i]
+
+
+def _barrier(x):
+    if isinstance(x, BarrierRef):
+        return x.barrier
+    if isinstance(x, Shared) and x.root.is_barrier and len(x.root.barriers) == 1:
+        return x.root.barriers[0]
+    raise ModelError("an mbarrier operation on something that is not one mbarrier: index the allocation "
+                     "(bars.index(i)) first")
+
+
+def _outstanding(owner_ident: int, kind: str, group) -> bool:
+    for p in program().partitions:
+        if p.ident == owner_ident:
+            groups = {"wgmma": p.wgmma_groups, "tma_store": p.store_groups}[kind]
+            return any(g == group for g, _ in groups)
+    return False
+
+
+def check_read(view: Shared, reader: str, async_proxy: bool = False) -> None:
+    me = current()
+    for st in view.states():
+        pw = st.pending_write
+        if pw is not None:
+            kind = pw[0]
+            if kind == "tma":
+                bar, phase = pw[1], pw[2]
+                seen = me.observed.get(id(bar), 0)
+                if seen <= phase:
+                    raise ModelRace(
+                        f"{reader} reads {view.name()} before waiting for the TMA copy into it: the copy completes "
+                        f"phase {phase} of {bar.name}, but this {me.name}'s waits on that barrier have seen only "
+                        f"{seen} phase(s) complete (is the phase parity of the wait right?)")
+            elif kind == "cp.async":
+                owner, group = pw[1], pw[2]
+                if group is None or any(g == group for g, _ in owner.cp_groups):
+                    raise ModelRace(
+                        f"{reader} reads {view.name()} while the cp.async copy into it may still be in flight: "
+                        "commit its group, then async_copy.wait_group until that group is done")
+            st.pending_write = None
+        if async_proxy and st.written_by_threads:
+            raise ModelRace(f"{reader} reads {view.name()}, written by the threads' own stores, without "
+                            "fence_async_shared() in between: the asynchronous proxy may not see those writes")
+
+
+def check_write(view: Shared, writer: str) -> None:
+    for st in view.states():
+        for (kind, ident, group) in list(st.async_reads):
+            if _outstanding(ident, kind, group):
+                reader = ("a wgmma group that may still be reading it: retire that group with warpgroup_mma_wait "
+                          "first (with warp specialization: release the slot only after that wait)"
+                          if kind == "wgmma" else
+                          "a TMA store that may still be reading it: tma.store_wait first")
+                raise ModelRace(f"{writer} overwrites {view.name()} while {reader}")
+            del st.async_reads[(kind, ident, group)]
+        if st.pending_write is not None:
+            what = st.pending_write[0]
+            raise ModelRace(f"{writer} writes {view.name()} while the {what} copy into it has not been waited for")
+
+
+# -- allocation, and the gl namespace --------------------------------------------------------------
+
+def _assigned_name(default: str) -> str:
+    """The variable the caller assigns the allocation to (``a_ring = gl.allocate_shared_memory(...)``)."""
+    frame = inspect.currentframe()
+    try:
+        caller = frame.f_back.f_back
+        line = linecache.getline(caller.f_code.co_filename, caller.f_lineno)
+        m = re.match(r"^\s*(\w+)\s*(?::[^=]+)?=\s*", line)
+        return m.group(1) if m else default
+    finally:
+        del frame
+
+
+def allocate_shared_memory(element_ty, shape, layout, value=None):
+    from triton.experimental.gluon.language.nvidia.ampere.mbarrier import MBarrierLayout
+    from triton.experimental.gluon import language as gl
+
+    is_barrier = isinstance(layout, MBarrierLayout)
+    if is_barrier and element_ty != gl.int64:
+        raise ModelError("mbarriers are 64-bit words: allocate them as gl.int64")
+    prog = program()
+    root = SharedRoot(_assigned_name(f"smem{len(prog.roots)}"), element_ty, [int(s) for s in shape], layout,
+                      is_barrier)
+    prog.roots.append(root)
+    view = Shared(root)
+    if value is not None:
+        view.store(value)
+    return view
+
+
+def allocate_mbarrier(batch=None, two_ctas=False):
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere.mbarrier import MBarrierLayout
+
+    shape = [1] if batch is None else [int(batch), 1]
+    return allocate_shared_memory(gl.int64, shape, MBarrierLayout())
+
+
+def warp_specialize(functions_and_args, worker_num_warps, worker_num_regs=None):
+    pairs = list(functions_and_args)
+    if len(worker_num_warps) != len(pairs) - 1:
+        raise ModelError(f"warp_specialize got {len(pairs)} partitions but {len(worker_num_warps)} worker warp "
+                         "counts: one per worker (every partition but the first)")
+    prog, parent = program(), current()
+    parts = []
+    for i, (fn, args) in enumerate(pairs):
+        name = "default partition" if i == 0 else f"worker partition {i - 1}"
+        warps = parent.num_warps if i == 0 else int(worker_num_warps[i - 1])
+        parts.append(Partition(name, parent.pid, parent.grid, warps, ident=parent.ident * 16 + i + 1))
+    saved = prog.partitions
+    prog.partitions = parts
+    try:
+        bodies = [(part, (lambda fn=fn, args=args: call(fn, *tuple(args)))) for part, (fn, args) in zip(parts, pairs)]
+        results = run_partitions(prog, bodies)
+    finally:
+        prog.partitions = saved
+    for part in parts:
+        _require_drained(part)
+    return results[0]
+
+
+def _require_drained(part: Partition) -> None:
+    if part.wgmma_groups:
+        raise ModelRace(f"the {part.name} ends with {len(part.wgmma_groups)} wgmma group(s) still running: "
+                        "warpgroup_mma_wait(0, ...) before the end")
+    if part.store_groups:
+        raise ModelRace(f"the {part.name} ends with {len(part.store_groups)} TMA store(s) still reading shared "
+                        "memory: tma.store_wait(0) before the end")
+    if part.cp_groups or part.cp_uncommitted:
+        raise ModelRace(f"the {part.name} ends with cp.async copies still in flight: async_copy.wait_group(0) "
+                        "before the end")
+
+
+def call(fn, *args, **kwargs):
+    """Call a @gluon.jit function (or a plain one) inside the model."""
+    from .run import patched
+
+    return patched(fn)(*args, **kwargs)
+
+
+def _int(x):
+    x = value_of(x)
+    return x.item() if isinstance(x, np.ndarray) and x.ndim == 0 else x
+
+
+def _cdiv(a, b):
+    return -(-_int(a) // _int(b))
+
+
+def _minimum(a, b, propagate_nan=None):
+    a, b = _int(a), _int(b)
+    if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+        return min(a, b)
+    return as_tensor(np.minimum(a, b))
+
+
+def _maximum(a, b, propagate_nan=None):
+    a, b = _int(a), _int(b)
+    if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+        return max(a, b)
+    return as_tensor(np.maximum(a, b))
+
+
+def _float_or_int(dtype):
+    from triton.experimental.gluon import language as gl
+
+    return np.int64 if dtype in (gl.int1, gl.int8, gl.int16, gl.int32, gl.int64) else np.float32
+
+
+def _matmul(a, b, acc, use_acc=True) -> Tensor:
+    a, b = np.asarray(value_of(a, "multiplies"), dtype=np.float64), np.asarray(value_of(b, "multiplies"),
+                                                                               dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ModelError(f"the product's operands are {list(a.shape)} and {list(b.shape)}: A must be M×K and B "
+                         "K×N (is an operand transposed or swapped?)")
+    product = a @ b
+    acc = np.asarray(acc, dtype=np.float64)
+    if acc.shape != product.shape:
+        raise ModelError(f"the accumulator is {list(acc.shape)} but A·B is {list(product.shape)}")
+    if use_acc is not True:
+        use_acc = bool(np.asarray(value_of(use_acc)))
+    return as_tensor((product + (acc if use_acc else 0)).astype(np.float32))
+
+
+def _dot_fma(a, b, acc):
+    return _matmul(a, b, value_of(acc))
+
+
+def _mma_v2(a, b, acc, input_precision=None):
+    if isinstance(a, Shared) or isinstance(b, Shared):
+        raise ModelError("mma_v2 takes its operands in registers: load them from shared memory first")
+    return _matmul(a, b, value_of(acc))
+
+
+def _arange(start, end, layout=None):
+    return as_tensor(np.arange(int(start), int(end), dtype=np.int64))
+
+
+def _zeros(shape, dtype, layout=None):
+    return as_tensor(np.zeros([int(s) for s in shape], dtype=_float_or_int(dtype)))
+
+
+def _full(shape, value, dtype, layout=None):
+    return as_tensor(np.full([int(s) for s in shape], value, dtype=_float_or_int(dtype)))
+
+
+def _identity(x, *args, **kwargs):
+    return x
+
+
+def _nothing(*args, **kwargs):
+    return None
+
+
+def _static_range(*args):
+    return range(*(int(a) for a in args))
+
+
+def _sum(x, axis=None, keep_dims=False, **kwargs):
+    return as_tensor(np.sum(np.asarray(value_of(x), dtype=np.float64), axis=axis, keepdims=keep_dims)
+                     .astype(np.float32))
+
+
+def _where(condition, x, y):
+    return as_tensor(np.where(np.asarray(value_of(condition), dtype=bool), value_of(x), value_of(y)))
+
+
+def _program_id(axis):
+    return current().pid[int(axis)]
+
+
+def _num_programs(axis):
+    return current().grid[int(axis)]
+
+
+def _num_warps():
+    return current().num_warps
+
+
+def _cast(x, dtype, **kwargs):
+    return as_tensor(round_to(value_of(x), dtype))
+
+
+def _expand_dims(x, axis):
+    return as_tensor(np.expand_dims(value_of(x), int(axis)))
+
+
+def _reshape(x, shape, **kwargs):
+    return as_tensor(np.reshape(value_of(x), [int(s) for s in shape]))
+
+
+def _permute(x, order):
+    return as_tensor(np.transpose(value_of(x), [int(o) for o in order]))
+
+
+GL = {
+    "program_id": _program_id, "num_programs": _num_programs, "num_warps": _num_warps,
+    "arange": _arange, "zeros": _zeros, "full": _full, "load": load, "store": store,
+    "convert_layout": _identity, "set_auto_layout": _identity, "cdiv": _cdiv, "minimum": _minimum,
+    "maximum": _maximum, "where": _where, "static_range": _static_range, "expand_dims": _expand_dims,
+    "sum": _sum, "dot_fma": _dot_fma, "allocate_shared_memory": allocate_shared_memory, "barrier": _nothing,
+    "warp_specialize": warp_specialize, "multiple_of": _identity, "max_contiguous": _identity,
+    "max_constancy": _identity, "assume": _nothing, "static_assert": _nothing, "cast": _cast, "reshape": _reshape,
+    "permute": _permute,
+}
+
+
+# -- mbarriers -------------------------------------------------------------------------------------
+
+def _try_complete(bar) -> None:
+    if bar.initialised and bar.pending == 0 and bar.issued_bytes == bar.expected_bytes:
+        program().log(current(), "phase complete", barrier=bar.name, phase=bar.completed)
+        bar.completed += 1
+        bar.pending, bar.expected_bytes, bar.issued_bytes, bar.expects, bar.copies = bar.count, 0, 0, 0, []
+
+
+def _pred(pred) -> bool:
+    return bool(np.asarray(value_of(pred)))
+
+
+def mbarrier_init(mbarrier, count):
+    bar = _barrier(mbarrier)
+    bar.initialised, bar.count, bar.pending = True, int(count), int(count)
+    bar.completed, bar.expected_bytes, bar.issued_bytes, bar.expects = 0, 0, 0, 0
+
+
+def _require_initialised(bar) -> None:
+    if not bar.initialised:
+        raise ModelError(f"{bar.name} is used before mbarrier.init (or after mbarrier.invalidate)")
+
+
+def _arrive(bar, count: int, what: str) -> None:
+    _require_initialised(bar)
+    bar.pending -= count
+    if bar.pending < 0:
+        raise ModelError(f"{what} on {bar.name} arrives more often in one phase than mbarrier.init's count "
+                         f"({bar.count}) allows")
+
+
+def mbarrier_expect(mbarrier, bytes_per_cta=None, pred=True, **kwargs):
+    if not _pred(pred):
+        return
+    bar = _barrier(mbarrier)
+    _arrive(bar, 1, "expect()")
+    bar.expected_bytes += int(bytes_per_cta)
+    bar.expects += 1
+    program().log(current(), "expect", barrier=bar.name, phase=bar.completed, bytes=int(bytes_per_cta))
+    if bar.issued_bytes > bar.expected_bytes and bar.pending == 0:
+        raise ModelError(f"the copies into {bar.name} bring {bar.issued_bytes} bytes but expect() announced "
+                         f"{bar.expected_bytes}")
+    _try_complete(bar)
+
+
+def mbarrier_arrive(mbarrier, *, count=1, pred=True, **kwargs):
+    if not _pred(pred):
+        return
+    bar = _barrier(mbarrier)
+    _arrive(bar, int(count), "arrive()")
+    program().log(current(), "arrive", barrier=bar.name, phase=bar.completed)
+    _try_complete(bar)
+    yield_turn()
+
+
+def mbarrier_wait(mbarrier, phase, pred=True, deps=()):
+    if not _pred(pred):
+        return
+    bar, me = _barrier(mbarrier), current()
+    _require_initialised(bar)
+    parity = int(np.asarray(value_of(phase))) & 1
+    if (bar.completed & 1) == parity:
+        block_until(lambda: (bar.completed & 1) != parity,
+                    f"waits on {bar.name} with parity {parity}: {bar.describe()}")
+    me.observed[id(bar)] = max(me.observed.get(id(bar), 0), bar.completed)
+    program().log(me, "wait", barrier=bar.name, parity=parity, seen=bar.completed)
+
+
+def mbarrier_invalidate(mbarrier):
+    bar = _barrier(mbarrier)
+    if bar.issued_bytes or bar.expected_bytes:
+        raise ModelRace(f"{bar.name} is invalidated while copies announced to it are still in flight "
+                        f"({bar.describe()})")
+    bar.initialised = False
+
+
+# -- TMA -------------------------------------------------------------------------------------------
+
+class BlockType:
+    def __init__(self, shape, dtype, element_bytes):
+        self.shape, self.dtype = list(shape), dtype
+        self.nbytes = int(np.prod(shape)) * element_bytes
+
+
+class HostTensorDescriptor:
+    """A TMA tensor descriptor in the model: a 2D buffer, a block shape and the shared layout the tiles land in."""
+
+    def __init__(self, buffer: Buffer, block_shape, layout, element_bytes: int = 2):
+        self.buffer, self.block_shape, self.layout = buffer, [int(s) for s in block_shape], layout
+        self.element_bytes = element_bytes
+        self.block_type = BlockType(self.block_shape, buffer.dtype, element_bytes)
+
+    @property
+    def dtype(self):
+        return self.buffer.dtype
+
+    @property
+    def shape(self):
+        return list(self.buffer.shape)
+
+    def _window(self, coord):
+        rows, cols = self.buffer.shape
+        (r, c), (h, w) = [int(_int(x)) for x in coord], self.block_shape
+        r0, r1, c0, c1 = max(r, 0), min(r + h, rows), max(c, 0), min(c + w, cols)
+        return r, c, r0, r1, c0, c1
+
+    def box(self, coord) -> np.ndarray:
+        """The tile at ``coord``, zero-filled where it hangs over an edge (as TMA fills it)."""
+        r, c, r0, r1, c0, c1 = self._window(coord)
+        out = np.zeros(self.block_shape, dtype=np.float32)
+        if r0 < r1 and c0 < c1:
+            out[r0 - r:r1 - r, c0 - c:c1 - c] = self.buffer.view2d()[r0:r1, c0:c1]
+        return out
+
+    def write_box(self, coord, values: np.ndarray) -> None:
+        """A TMA store: the tile written where it lies inside the tensor, the rest dropped."""
+        r, c, r0, r1, c0, c1 = self._window(coord)
+        if r0 < r1 and c0 < c1:
+            self.buffer.view2d()[r0:r1, c0:c1] = round_to(values[r0 - r:r1 - r, c0 - c:c1 - c], self.buffer.dtype)
+            rows_cols = np.arange(self.buffer.size).reshape(self.buffer.shape)[r0:r1, c0:c1]
+            np.add.at(self.buffer.writes, rows_cols.reshape(-1), 1)
+
+
+def _require_descriptor(desc, what: str) -> None:
+    if not isinstance(desc, HostTensorDescriptor):
+        raise ModelError(f"{what} needs a tensor descriptor as its first argument, got {type(desc).__name__}")
+
+
+def tma_async_load(tensor_desc, coord, barrier, result, pred=True, multicast=False, cache_policy=None):
+    if not _pred(pred):
+        return
+    _require_descriptor(tensor_desc, "tma.async_load")
+    bar, me = _barrier(barrier), current()
+    _require_initialised(bar)
+    if list(result.shape) != tensor_desc.block_shape:
+        raise ModelError(f"tma.async_load of a {tensor_desc.block_shape} block into {result.name()}, which is "
+                         f"{result.shape}: the slot must have the descriptor's block shape")
+    check_write(result, "a TMA copy")
+    result.view()[...] = tensor_desc.box(coord)
+    for st in result.states():
+        st.pending_write = ("tma", bar, bar.completed)
+    nbytes = tensor_desc.block_type.nbytes
+    if bar.expects == 0:
+        raise ModelError(
+            f"a TMA copy of {nbytes} bytes into {result.name()} reports to {bar.name}, whose phase {bar.completed} "
+            "has no expect() yet: expect() must announce the bytes of every copy that reports to the barrier "
+            "(A's tile and B's), before the copies start. If an expect() came just before, it counted too few bytes "
+            "and the phase completed without this copy")
+    bar.issued_bytes += nbytes
+    program().log(me, "tma load", barrier=bar.name, phase=bar.completed, slot=result.name(),
+                  coord=[int(_int(x)) for x in coord], bytes=nbytes)
+    if bar.issued_bytes > bar.expected_bytes and bar.pending == 0:
+        raise ModelError(f"the copies into {bar.name} bring {bar.issued_bytes} bytes in phase {bar.completed}, "
+                         f"but expect() announced {bar.expected_bytes}: count both tiles' bytes, once")
+    _try_complete(bar)
+
+
+def tma_async_store(tensor_desc, coord, src, cache_policy=None):
+    _require_descriptor(tensor_desc, "tma.async_store")
+    me = current()
+    check_read(src, "a TMA store", async_proxy=True)
+    if list(src.shape) != tensor_desc.block_shape:
+        raise ModelError(f"tma.async_store of {src.name()} ({src.shape}) through a descriptor of blocks "
+                         f"{tensor_desc.block_shape}")
+    tensor_desc.write_box(coord, src.view())
+    group = me.group_id()
+    for st in src.states():
+        st.async_reads[("tma_store", me.ident, group)] = src.name()
+    me.store_groups.append((group, src.states()))
+    program().log(me, "tma store", slot=src.name(), coord=[int(_int(x)) for x in coord])
+
+
+def tma_store_wait(pendings, read_only=True):
+    me = current()
+    while len(me.store_groups) > int(pendings):
+        me.store_groups.pop(0)
+
+
+def fence_async_shared(cluster=False):
+    for root in program().roots:
+        for st in root.slots:
+            st.written_by_threads = False
+
+
+# -- cp.async --------------------------------------------------------------------------------------
+
+def cp_async_load(smem, pointer, mask=None, *args, **kwargs):
+    me = current()
+    if not isinstance(pointer, Pointer):
+        raise ModelUnsupported("async_copy.async_load from something other than a pointer tensor")
+    mask = True if mask is None else value_of(mask)
+    offsets, mask_b = _broadcast(pointer.offsets, np.asarray(mask, dtype=bool))
+    if list(offsets.shape) != smem.shape:
+        raise ModelError(f"async_copy.async_load of {list(offsets.shape)} pointers into {smem.name()} "
+                         f"({smem.shape}): the shapes must match")
+    check_write(smem, "a cp.async copy")
+    values = np.where(mask_b, pointer.buffer.read(offsets, mask_b), 0.0)      # masked-off elements: zero-filled
+    smem.view()[...] = values
+    for st in smem.states():
+        st.pending_write = ("cp.async", me, None)
+        me.cp_uncommitted.append(st)
+    program().log(me, "cp.async", slot=smem.name())
+
+
+def cp_commit_group():
+    me = current()
+    group = me.group_id()
+    for st in me.cp_uncommitted:
+        if st.pending_write == ("cp.async", me, None):
+            st.pending_write = ("cp.async", me, group)
+    me.cp_groups.append((group, me.cp_uncommitted))
+    me.cp_uncommitted = []
+    program().log(me, "commit_group", group=group)
+
+
+def cp_wait_group(num_outstanding=0):
+    me = current()
+    while len(me.cp_groups) > int(num_outstanding):
+        group, states = me.cp_groups.pop(0)
+        for st in states:
+            if st.pending_write == ("cp.async", me, group):
+                st.pending_write = None
+    program().log(me, "wait_group", depth=int(num_outstanding))
+
+
+# -- wgmma -----------------------------------------------------------------------------------------
+
+def _operand(x, reader: str):
+    if isinstance(x, Shared):
+        check_read(x, reader, async_proxy=True)
+        return x.view()
+    return np.asarray(value_of(x, "multiplies"))
+
+
+def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_acc=None, is_async=False):
+    me = current()
+    av, bv = _operand(a, "wgmma"), _operand(b, "wgmma")
+    acc_value = acc.value if isinstance(acc, AsyncAcc) else value_of(acc)
+    result = _matmul(av, bv, acc_value, use_acc)
+    slots = [s for s in (a, b) if isinstance(s, Shared)]
+    program().log(me, "wgmma", slots=[s.name() for s in slots], is_async=bool(is_async))
+    if not is_async:
+        return result
+    group = me.group_id()
+    states = []
+    for s in slots:
+        for st in s.states():
+            st.async_reads[("wgmma", me.ident, group)] = s.name()
+            states.append(st)
+    me.wgmma_groups.append((group, states))
+    return AsyncAcc(result, me, group)
+
+
+def warpgroup_mma_wait(num_outstanding=0, deps=None):
+    if deps is None:
+        raise ValueError("warpgroup_mma_wait deps must be given")
+    me = current()
+    while len(me.wgmma_groups) > int(num_outstanding):
+        me.wgmma_groups.pop(0)
+    program().log(me, "wgmma wait", depth=int(num_outstanding))
+    out = []
+    for d in deps:
+        if isinstance(d, AsyncAcc) and not d.outstanding():
+            d = as_tensor(d.value)
+        out.append(d)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def warpgroup_mma_init(value):
+    return value

@@ -1,0 +1,244 @@
+"""The host model (gluon_course.model): a kernel's own Python body run on the CPU with numpy. These tests write small
+kernels of their own and show that the model computes what they compute, and rejects each protocol mistake the GEMM
+lessons can make: a read before its wait, a refill while a read runs, a wait that can never complete, an expect()
+that counts wrong, a missing fence, an access outside a tensor; with warp specialization, a release before the
+wait that retires the reads."""
+import numpy as np
+import pytest
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+
+from gluon_course.model import (Buffer, HostTensorDescriptor, ModelError, ModelHang, ModelOutOfBounds, ModelRace,
+                                ModelUnsupported, Pointer, run)
+from gluon_course.model.orders import visits_each_once
+
+LAYOUT = gl.BlockedLayout([1], [32], [4], [0])
+
+
+@gluon.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: gl.constexpr, layout: gl.constexpr):
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=layout)
+    gl.store(y_ptr + offs, gl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+@gluon.jit
+def unmasked_copy_kernel(x_ptr, y_ptr, n, BLOCK: gl.constexpr, layout: gl.constexpr):
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=layout)
+    gl.store(y_ptr + offs, gl.load(x_ptr + offs), mask=offs < n)
+
+
+def test_a_masked_copy_runs_exactly_and_an_unmasked_read_is_out_of_bounds():
+    x = Buffer("x", np.arange(300, dtype=np.float32), gl.float32)
+    y = Buffer("y", np.zeros(300, np.float32), gl.float32, poison=True)
+    run(copy_kernel, 3, Pointer(x), Pointer(y), 300, BLOCK=128, layout=LAYOUT)
+    assert (y.values() == 2 * np.arange(300)).all() and (y.writes == 1).all()
+    with pytest.raises(ModelOutOfBounds, match=r"reads x outside its 300 elements .* 84 element"):
+        run(unmasked_copy_kernel, 3, Pointer(x), Pointer(y), 300, BLOCK=128, layout=LAYOUT)
+
+
+@gluon.jit
+def histogram_kernel(x_ptr, BLOCK: gl.constexpr, layout: gl.constexpr):
+    offs = gl.arange(0, BLOCK, layout=layout)
+    gl.histogram(gl.load(x_ptr + offs), 4, layout=layout)
+
+
+def test_an_operation_the_model_does_not_know_concludes_nothing():
+    x = Buffer("x", np.zeros(128, np.float32), gl.int32)
+    with pytest.raises(ModelUnsupported, match="histogram"):
+        run(histogram_kernel, 1, Pointer(x), BLOCK=128, layout=LAYOUT)
+
+
+# -- TMA, mbarriers, wgmma: a one-tile-at-a-time pipeline, with its mistakes as parameters ------------------------
+
+@gluon.jit
+def tma_tile_kernel(a_desc, b_desc, c_ptr, K, acc_layout: gl.constexpr, STAGES: gl.constexpr,
+                    PHASE0: gl.constexpr, EXTRA_BYTES: gl.constexpr, ASYNC: gl.constexpr, EARLY: gl.constexpr):
+    BM: gl.constexpr = a_desc.block_shape[0]
+    BK: gl.constexpr = a_desc.block_shape[1]
+    BN: gl.constexpr = b_desc.block_shape[1]
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BK, BN], b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+    k_tiles = gl.cdiv(K, BK)
+    for s in gl.static_range(STAGES - 1):
+        mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes + EXTRA_BYTES,
+                        pred=s < k_tiles)
+        tma.async_load(a_desc, [0, s * BK], ready.index(s), a_ring.index(s), pred=s < k_tiles)
+        tma.async_load(b_desc, [s * BK, 0], ready.index(s), b_ring.index(s), pred=s < k_tiles)
+    acc = gl.zeros([BM, BN], gl.float32, layout=acc_layout)
+    for i in range(k_tiles):
+        slot = i % STAGES
+        mbarrier.wait(ready.index(slot), (i // STAGES + PHASE0) & 1)
+        nxt = i + STAGES - 1
+        if EARLY:      # refill before the products that read the slot are retired
+            mbarrier.expect(ready.index(nxt % STAGES), a_desc.block_type.nbytes + b_desc.block_type.nbytes,
+                            pred=nxt < k_tiles)
+            tma.async_load(a_desc, [0, nxt * BK], ready.index(nxt % STAGES), a_ring.index(nxt % STAGES),
+                           pred=nxt < k_tiles)
+            tma.async_load(b_desc, [nxt * BK, 0], ready.index(nxt % STAGES), b_ring.index(nxt % STAGES),
+                           pred=nxt < k_tiles)
+        acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, is_async=ASYNC)
+        if ASYNC:
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b_ring.index(slot)))
+        if not EARLY:
+            mbarrier.expect(ready.index(nxt % STAGES), a_desc.block_type.nbytes + b_desc.block_type.nbytes,
+                            pred=nxt < k_tiles)
+            tma.async_load(a_desc, [0, nxt * BK], ready.index(nxt % STAGES), a_ring.index(nxt % STAGES),
+                           pred=nxt < k_tiles)
+            tma.async_load(b_desc, [nxt * BK, 0], ready.index(nxt % STAGES), b_ring.index(nxt % STAGES),
+                           pred=nxt < k_tiles)
+    if ASYNC:
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+    offs_m = gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
+    offs_n = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+    gl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc.to(c_ptr.dtype.element_ty))
+
+
+def _tma_run(K=160, **mistakes):
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(-2, 3, (64, K)).astype(np.float32), rng.integers(-2, 3, (K, 32)).astype(np.float32)
+    c = Buffer("C", np.zeros((64, 32), np.float32), gl.float32, poison=True)
+    layout = gl.NVMMASharedLayout.get_default_for([64, 32], gl.bfloat16)
+    a_desc = HostTensorDescriptor(Buffer("A", a, gl.bfloat16), [64, 32], layout)
+    b_desc = HostTensorDescriptor(Buffer("B", b, gl.bfloat16), [32, 32], layout)
+    acc_layout = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 16])
+    options = {"PHASE0": 0, "EXTRA_BYTES": 0, "ASYNC": False, "EARLY": False, **mistakes}
+    run(tma_tile_kernel, 1, a_desc, b_desc, Pointer(c), K, acc_layout=acc_layout, STAGES=3, **options)
+    return c.values(), a @ b
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_correct_tma_ring_gives_the_exact_product(is_async):
+    got, want = _tma_run(ASYNC=is_async)
+    assert (got == want).all()
+
+
+def test_a_wait_a_trip_ahead_would_hang_and_says_why():
+    with pytest.raises(ModelHang, match=r"waits on ready\[0\] with parity 1: nothing has arrived .* parity a trip ahead"):
+        _tma_run(PHASE0=1)
+
+
+def test_an_expect_that_counts_too_much_would_hang():
+    with pytest.raises(ModelHang, match=r"expect\(\) announced 6146 bytes .* bring only 6144"):
+        _tma_run(EXTRA_BYTES=2)
+
+
+def test_an_expect_that_counts_too_little_is_caught_at_the_copy():
+    with pytest.raises(ModelError, match=r"has no expect\(\) yet"):
+        _tma_run(EXTRA_BYTES=-2048)
+
+
+def test_a_refill_before_the_async_products_are_retired_is_a_race():
+    with pytest.raises(ModelRace, match=r"overwrites a_ring\[\d\] while a wgmma group"):
+        _tma_run(ASYNC=True, EARLY=True)
+
+
+def test_a_synchronous_product_lets_the_refill_come_first():
+    got, want = _tma_run(ASYNC=False, EARLY=True)
+    assert (got == want).all()
+
+
+# -- the epilogue through shared memory and a TMA store --------------------------------------------------------
+
+@gluon.jit
+def store_kernel(x_ptr, c_desc, FENCE: gl.constexpr, WAIT: gl.constexpr, layout: gl.constexpr):
+    BM: gl.constexpr = c_desc.block_shape[0]
+    BN: gl.constexpr = c_desc.block_shape[1]
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [BM, BN], c_desc.layout)
+    offs_m = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+    offs_n = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    for t in range(2):
+        if WAIT:
+            tma.store_wait(0)
+        c_smem.store(gl.load(x_ptr + offs_m[:, None] * BN + offs_n[None, :]))
+        if FENCE:
+            fence_async_shared()
+        tma.async_store(c_desc, [t * BM, 0], c_smem)
+    tma.store_wait(0)
+
+
+@pytest.mark.parametrize("fence, wait, words", [(True, True, None),
+                                                (False, True, "without fence_async_shared"),
+                                                (True, False, "while a TMA store that may still be reading it")])
+def test_a_tma_store_needs_its_fence_and_its_wait(fence, wait, words):
+    x = Buffer("x", np.arange(32 * 16, dtype=np.float32).reshape(32, 16), gl.float32)
+    c = Buffer("C", np.zeros((64, 16), np.float32), gl.float32, poison=True)
+    desc = HostTensorDescriptor(c, [32, 16], gl.NVMMASharedLayout.get_default_for([32, 16], gl.float32), 4)
+    layout = gl.BlockedLayout([1, 1], [4, 8], [4, 1], [1, 0])
+    if words is None:
+        run(store_kernel, 1, Pointer(x), desc, FENCE=fence, WAIT=wait, layout=layout)
+        assert (c.values() == np.vstack([x.values(), x.values()])).all()
+    else:
+        with pytest.raises(ModelRace, match=words):
+            run(store_kernel, 1, Pointer(x), desc, FENCE=fence, WAIT=wait, layout=layout)
+
+
+# -- warp specialization: a producer and a consumer, talking through ready and empty barriers ----------------------
+
+@gluon.jit
+def produce(x_ptr, ring, ready, empty, n_steps, STAGES: gl.constexpr, layout: gl.constexpr):
+    offs = gl.arange(0, 32, layout=layout)
+    for i in range(n_steps):
+        slot = i % STAGES
+        mbarrier.wait(empty.index(slot), ((i // STAGES) & 1) ^ 1)
+        ring.index(slot).store(gl.load(x_ptr + i * 32 + offs))
+        mbarrier.arrive(ready.index(slot))
+
+
+@gluon.jit
+def consume(y_ptr, ring, ready, empty, n_steps, STAGES: gl.constexpr, RELEASE: gl.constexpr, layout: gl.constexpr):
+    offs = gl.arange(0, 32, layout=layout)
+    for i in range(n_steps):
+        slot = i % STAGES
+        mbarrier.wait(ready.index(slot), (i // STAGES) & 1)
+        gl.store(y_ptr + i * 32 + offs, ring.index(slot).load(layout) + 1)
+        if RELEASE:
+            mbarrier.arrive(empty.index(slot))
+
+
+@gluon.jit
+def specialized_kernel(x_ptr, y_ptr, n_steps, STAGES: gl.constexpr, RELEASE: gl.constexpr, layout: gl.constexpr):
+    ring = gl.allocate_shared_memory(gl.float32, [STAGES, 32], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    gl.warp_specialize([(consume, (y_ptr, ring, ready, empty, n_steps, STAGES, RELEASE, layout)),
+                        (produce, (x_ptr, ring, ready, empty, n_steps, STAGES, layout))], [1], [24])
+
+
+def test_a_producer_and_a_consumer_take_turns_through_their_barriers():
+    x = Buffer("x", np.arange(32 * 10, dtype=np.float32), gl.float32)
+    y = Buffer("y", np.zeros(32 * 10, np.float32), gl.float32, poison=True)
+    run(specialized_kernel, 1, Pointer(x), Pointer(y), 10, STAGES=3, RELEASE=True, layout=LAYOUT)
+    assert (y.values() == np.arange(320) + 1).all()
+
+
+def test_a_consumer_that_never_releases_its_slots_hangs_both_partitions():
+    x = Buffer("x", np.arange(32 * 10, dtype=np.float32), gl.float32)
+    y = Buffer("y", np.zeros(32 * 10, np.float32), gl.float32, poison=True)
+    with pytest.raises(ModelHang, match=r"default partition waits on ready\[0\].*worker partition 0 waits on empty\[0\]"):
+        run(specialized_kernel, 1, Pointer(x), Pointer(y), 10, STAGES=3, RELEASE=False, layout=LAYOUT)
+
+
+# -- tile orders on the host --------------------------------------------------------------------------------
+
+@gluon.jit
+def row_major(tile, num_pid_m, num_pid_n):
+    return tile // num_pid_n, tile % num_pid_n
+
+
+@gluon.jit
+def wrong_order(tile, num_pid_m, num_pid_n):
+    return tile // num_pid_n, gl.minimum(tile % num_pid_n, num_pid_n - 2)
+
+
+def test_tile_orders_are_evaluated_over_the_whole_grid():
+    assert visits_each_once(row_major, 7, 5) is None
+    problem = visits_each_once(wrong_order, 7, 5)
+    assert "7 visited more than once" in problem and "7 never visited" in problem
