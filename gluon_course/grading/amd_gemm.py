@@ -233,6 +233,26 @@ def copy_wait_check(key: str, target: str, vmcnt: int, why: str, compile_=None) 
                  run, target=target)
 
 
+def config_check(key: str = "config_fits", target: str = "gfx950") -> Check:
+    """The module's own CONFIG (what its launcher runs), compiled for ``target``, launches there: LDS within what a
+    workgroup may allocate (160 KiB on gfx950), registers within the 512 of a lane, nothing spilled
+    (``grading.gemm_kernel.fits``)."""
+    from .gemm_kernel import fits
+
+    def run(mod):
+        cfg = dict(mod.CONFIG)
+        tile = {name: cfg[name] for name in TILE}
+        layouts = mod.kernel_layouts(target, **tile, num_warps=cfg.get("num_warps", NUM_WARPS))
+        sig = signature("bf16")
+        k = compile_cached(mod.matmul_kernel, target, signature=sig, constexprs={**tile, **layouts},
+                           aligned=tuple(sig), num_warps=cfg.get("num_warps", NUM_WARPS))
+        problem = fits(k, cfg.get("num_warps", NUM_WARPS), cfg)
+        if problem:
+            return f"CONFIG ({', '.join(f'{n}={v}' for n, v in cfg.items())}) on {target}: {problem}"
+        return None
+    return Check(key, f"{target}: the launcher's CONFIG fits a CU (LDS, 512 VGPRs, no scratch)", run, target=target)
+
+
 def compile_error(mod, target: str, dtype: str = "fp16") -> str | None:
     """None when the version compiles for ``target``, else the compiler's sentence."""
     from ..machine.compile import CompileFailed

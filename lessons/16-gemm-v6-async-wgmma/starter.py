@@ -6,7 +6,12 @@ Lesson 15 issued each K step's wgmma and then waited for it before doing anythin
 the warps took turns. wgmma is asynchronous by nature: here the call only starts the products
 (``is_async=True``), and ``warpgroup_mma_wait(1)`` waits until at most one group, this step's, is still running.
 That also says when a ring slot may be reused: the slot read by the previous step's products is free once they
-are done, so the refill moves after the wait. Tile, warpgroup and ring are lesson 15's.
+are done, so the refill moves after the wait.
+
+Overlap needs something to overlap: at lesson 15's 128 × 128 × 32 tile one group is 4 small products, over before
+the warps have waited for the next tile. So the tile grows to what wgmma and shared memory allow: 128 × 256 × 64,
+two warpgroups (each 64 rows × 256 columns, the widest wgmma), and a ring of 4 slots of 48 KiB, 192 KiB of the
+227 KiB a program may have.
 """
 import torch
 import triton
@@ -17,8 +22,8 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warp
 from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import require_matmul_args
 
-# Lesson 15's tile, warpgroup and ring: 128 × 128, BLOCK_K 32, 4 warps, 3 stages.
-CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "STAGES": 3}
+# 128 × 256 × 64 in two warpgroups (8 warps), 4 ring slots of (128 × 64 + 64 × 256) × 2 bytes = 48 KiB each.
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 4}
 
 
 def wgmma_layout(num_warps: int, BLOCK_N: int):

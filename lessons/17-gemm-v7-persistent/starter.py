@@ -2,12 +2,17 @@
 # Fill in each "TODO gap" below, then run:  python -m gluon_course check 17 --file <this file>
 """Lesson 17 · GEMM v7: a persistent grid in grouped order.
 
-Lessons 10-16 launched one program per tile of C: at 8192³ with 128 × 128 tiles that is 4096 programs, taken by the
-SMs a few at a time, each starting with an empty ring. Here the grid is only as large as the GPU holds at once,
-and each program walks over tiles of C: tile, tile + programs, tile + 2 × programs, ... The ring and its barriers
-are set up once per program, and a count of the K steps the program has done keeps slots and phases running
-across tiles. The tiles are visited in *grouped* order: GROUP_M rows of tiles at a time, column by column, so the
-programs working at the same moment share A's and B's tiles in L2 instead of each reading their own.
+Lessons 10-16 launched one program per tile of C: at 8192³ with lesson 16's 128 × 256 tiles that is 2048 programs,
+taken by the SMs one at a time, each setting up its barriers before its first copy. Here the grid is only as large
+as the GPU holds at once, and each program walks over tiles of C: tile, tile + programs, tile + 2 × programs, ...
+The barriers are set up once per program, and a count of the K steps the program has done keeps slots and phases
+running across tiles. The tiles are visited in *grouped* order: GROUP_M rows of tiles at a time, column by column,
+so the programs working at the same moment share A's and B's tiles in L2 instead of each reading their own.
+
+What persistence does not remove: each tile still begins by filling the ring (the first STAGES - 1 copies are
+issued inside the tile loop, after the previous tile's store), so the tensor cores wait at the start of every
+tile. Lesson 18 gives the copies to a warp of their own, which runs ahead into the next tile while the others
+finish this one.
 """
 import torch
 import triton
@@ -18,10 +23,10 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warp
 from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import require_matmul_args
 
-# Lesson 16's tile, warpgroup and ring; 8 rows of tiles per group; 3 programs per SM, as many as fit (154
-# registers per thread: the occupancy check in this lesson's checks holds the two together).
-CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "STAGES": 3, "GROUP_M": 8,
-          "programs_per_sm": 3}
+# Lesson 16's tile, warpgroups and ring; 8 rows of tiles per group; 1 program per SM, as many as fit (the 192 KiB
+# ring leaves no room for a second: the occupancy check in this lesson's checks holds the two together).
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 4, "GROUP_M": 8,
+          "programs_per_sm": 1}
 
 
 def wgmma_layout(num_warps: int, BLOCK_N: int):
@@ -106,9 +111,10 @@ def matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
         mbarrier.invalidate(ready.index(s))
 
 
-def matmul(a, b, c=None, **config):
+def matmul(a, b, c=None, programs=None, **config):
     """C = A·B by wgmma, A and B copied by TMA into a ring of shared buffers; returns ``c``. The rows of A and B
-    must start on 16-byte boundaries (K and N multiples of 8 for bf16 and fp16). Hopper only (sm_90)."""
+    must start on 16-byte boundaries (K and N multiples of 8 for bf16 and fp16). Hopper only (sm_90). ``programs``
+    sets the grid (default: as many as the GPU holds at once); fewer give each program more tiles."""
     if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     M, N, K = require_matmul_args(a, b, c)
@@ -127,7 +133,9 @@ def matmul(a, b, c=None, **config):
     # As many programs as the GPU holds at once (never more than there are tiles): each walks over tiles.
     tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    grid = (min(tiles, sms * programs_per_sm),)
+    if programs is not None and not (isinstance(programs, int) and programs >= 1):
+        raise ValueError(f"programs={programs!r}: a positive number of programs, or None for as many as fit")
+    grid = (min(tiles, programs or sms * programs_per_sm),)
     matmul_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **cfg,
                         **kernel_layouts(num_warps, cfg["BLOCK_N"]), num_warps=num_warps)
     return c

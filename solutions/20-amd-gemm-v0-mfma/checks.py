@@ -1,8 +1,8 @@
 """Lesson 20's checks: the K loop of v0 on gfx950 and gfx942 (MFMA count, loads, the trip through LDS, the branches
 masks cost), its budget, the masks; on an AMD GPU correctness and the figure against hipBLASLt."""
 from gluon_course.grading import LessonChecks
-from gluon_course.grading.amd_gemm import (BudgetFacts, budget_check, compiled, correctness_check, headline_figure,
-                                           loop_check, masked_check, refusal_check)
+from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
+                                           headline_figure, loop_check, masked_check, refusal_check)
 
 # One K step (BLOCK_K = 64) of one wave, as Triton 3.9.0 compiles it. Each wave owns a 128 × 128 piece of C: 8 × 8
 # tiles of 16 × 16, each needing 64 / 32 = 2 MFMAs of K = 32 on gfx950 (4 of K = 16 on gfx942). The two tiles, 256 × 64
@@ -32,6 +32,7 @@ CHECKS = LessonChecks(
                    LOOP["gfx950"], WHY),
         budget_check("budget_gfx950", "gfx950", BUDGET["gfx950"]),
         masked_check("masked_mnk"),
+        config_check(),
         loop_check("loop_gfx942", "gfx942: 256 v_mfma_f32_16x16x16 (half the K per instruction), the same loads, "
                    "LDS trips and branches (fp16 and bf16)", "gfx942", LOOP["gfx942"], WHY),
         budget_check("budget_gfx942", "gfx942", BUDGET["gfx942"]),

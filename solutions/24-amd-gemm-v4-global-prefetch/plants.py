@@ -14,6 +14,11 @@ PLANTS = [
           "    async_copy.buffer_load_to_shared(a_smem.index(0), a_ptr, a_offsets, mask=(offs_am[:, None] < M) & "
           "(offs_ak[None, :] < K))\n", "",
           rejected_by="prologue"),
+    Plant("CONFIG asks for BLOCK_K = 128: two stages of 256 × 128 and 128 × 256 padded tiles take 264 KiB of LDS, "
+          "more than the 160 KiB a gfx950 workgroup may allocate (the launch would fail)",
+          'CONFIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4}',
+          'CONFIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "num_warps": 4}',
+          rejected_by="config_fits"),
     Plant("the prologue copies tile 0 into buffer 1: the first step multiplies whatever buffer 0 held",
           "async_copy.buffer_load_to_shared(b_smem.index(0), b_ptr, b_offsets,",
           "async_copy.buffer_load_to_shared(b_smem.index(1), b_ptr, b_offsets,",
