@@ -23,9 +23,10 @@ FACTS = {
     "padded": {"lds_bytes": 67520, "ds_bpermute_b32": 0, "ways": 1},
 }
 READS_PER_WAVE = 16           # ds_read_b128 per wave and operand: 128 rows × 64 K × 2 bytes / 64 lanes / 16 bytes
-# What AMD's tutorial says (kernels/gemm/a16w16/v3_lds/README.md): a plain layout's ds_read_b128 issue every 64 cycles
-# in steady state (4-way conflicts), swizzled and padded every 16 (none). The model's LDS cycles per instruction and
-# wave (16 vs 4) times the 4 SIMDs that share the LDS give the same 64 and 16.
+# What AMD's tutorial says (kernels/gemm/a16w16/v3_lds/README.md): the plain layout's ds_read_b128 have 4-way
+# conflicts, which its own rule of thumb puts at 64 cycles between reads in steady state; with its swizzle and its
+# padding the reads issue every 16 cycles (its thread traces). The model's LDS cycles per instruction and wave (16
+# vs 4) times the 4 SIMDs that share the LDS give the same 64 and 16.
 VENDOR_CYCLES = {"plain": 64, "swizzled": 16, "padded": 16}
 
 
