@@ -95,3 +95,32 @@ def tflops_chart(bars: dict, title: str, library: float | None = None, library_l
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     plt.show()
+
+
+def ratio_chart(figures: dict, title: str, provenance: str, ceiling: str = "cuBLAS", bar: dict | None = None):
+    """Bars of same-run ratios (``{label: shown figure}`` whose ``value`` is a fraction of the ceiling timed in the
+    same run, earlier versions first), each with the range of its pairs' ratios as a whisker, and the ceiling at 1.
+    ``bar`` ({label: shown figure}) draws another kernel's ratio across the chart as a dashed line (plain Triton).
+    ``provenance`` (GPU and date) goes under the title: a chart of figures from different runs says so."""
+    import matplotlib.pyplot as plt
+
+    labels = list(figures)
+    values = [f.value for f in figures.values()]
+    low = [v - min(f.details.get("ratios", [v])) for v, f in zip(values, figures.values())]
+    high = [max(f.details.get("ratios", [v])) - v for v, f in zip(values, figures.values())]
+    fig, ax = plt.subplots(figsize=(max(5, 0.95 * len(labels) + 2), 3.5))
+    colours = ["#9DB7D5"] * (len(labels) - 1) + ["#4C78A8"]
+    drawn = ax.bar(labels, values, color=colours, yerr=[low, high], capsize=3, ecolor="#555555")
+    ax.axhline(1.0, color="#E45756", linestyle="--", linewidth=1.5)
+    ax.text(-0.45, 1.01, f"{ceiling} (same run) = 1", va="bottom", ha="left", color="#E45756", fontsize=9)
+    for label, other in (bar or {}).items():
+        ax.axhline(other.value, color="#54A24B", linestyle=":", linewidth=1.5)
+        ax.text(len(labels) - 0.55, other.value + 0.01, f"{label}: {other.value:.2f}×", va="bottom", ha="right",
+                color="#54A24B", fontsize=9)
+    for b, value in zip(drawn, values):
+        ax.text(b.get_x() + b.get_width() / 2, value + 0.02, f"{value:.2f}×", ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel(f"fraction of {ceiling}")
+    ax.set_ylim(0, 1.3)
+    ax.set_title(f"{title}\n{provenance}", fontsize=9)
+    fig.tight_layout()
+    plt.show()

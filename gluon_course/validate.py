@@ -114,9 +114,10 @@ def require_interleaved(whole, a, b, whole_name: str = "out") -> None:
 MATMUL_DTYPES = (torch.bfloat16, torch.float16)
 
 
-def require_matmul_args(a, b, c) -> tuple[int, int, int]:
+def require_matmul_args(a, b, c, b_either_way: bool = False) -> tuple[int, int, int]:
     """The course's GEMM contract: ``a`` (M×K), ``b`` (K×N) and ``c`` (M×N) CUDA tensors, bf16 or fp16, one dtype,
-    each with unit stride along its rows (row-major; any row stride), offsets within 32 bits. Returns (M, N, K)."""
+    each with unit stride along its rows (row-major; any row stride), offsets within 32 bits. Returns (M, N, K).
+    With ``b_either_way``, B may also be the transpose of an N×K row-major matrix (unit stride along K)."""
     for name, t in (("a", a), ("b", b), ("c", c)):
         require_cuda_tensor(name, t)
         if t.dim() != 2:
@@ -133,6 +134,12 @@ def require_matmul_args(a, b, c) -> tuple[int, int, int]:
     if tuple(c.shape) != (M, N):
         raise ValueError(f"c is {tuple(c.shape)} but a·b is ({M}, {N})")
     for name, t in (("a", a), ("b", b), ("c", c)):
+        if b_either_way and name == "b" and t.shape[1] > 1 and t.stride(1) != 1:
+            if t.shape[0] > 1 and t.stride(0) != 1:
+                raise ValueError(f"b has strides {tuple(t.stride())}: this kernel takes B K × N row-major (strides "
+                                 "(N, 1)) or the transpose of an N × K row-major matrix (strides (1, K), w.t()): pass "
+                                 "b.contiguous()")
+            continue
         if t.shape[1] > 1 and t.stride(1) != 1:
             raise ValueError(f"{name} has strides {tuple(t.stride())}; the kernel needs unit stride along its rows "
                              f"(row-major): pass {name}.contiguous()")
@@ -140,3 +147,17 @@ def require_matmul_args(a, b, c) -> tuple[int, int, int]:
         if last > INT32_MAX:
             raise ValueError(f"{name} spans {last} elements; the kernel indexes with 32-bit integers: split it")
     return M, N, K
+
+
+def empty_product(a, b, c) -> bool:
+    """True when A·B has nothing to compute, after making ``c`` what torch.matmul returns: an empty C when M or N is
+    0 (nothing to write), zeros when K is 0 (a sum of no products). A launcher returns ``c`` then, before it builds
+    descriptors or a grid, which cannot describe an empty matrix."""
+    M, K = a.shape
+    N = b.shape[1]
+    if M == 0 or N == 0:
+        return True
+    if K == 0:
+        c.zero_()
+        return True
+    return False

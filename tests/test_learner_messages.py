@@ -41,7 +41,7 @@ def _check(tmp_path, number, old, new):
 MISTAKES = [
     # (what a learner writes, old text, new text, words the message must hold)
     ("gl.arange without layout=", "gl.arange(0, XBLOCK, layout=layout)", "gl.arange(0, XBLOCK)",
-     ["lesson 02", "gap 2 (tile_copy_kernel)", "sm_90", "Failed to infer return type",
+     ["lesson 02", "gap 2 (tile_copy_kernel)", "sm_90", "gl.arange: Failed to infer return type",
       "hint: Gluon needs an explicit layout"]),
     ("threads_per_warp hard-coded to 32, compiled for gfx950", "threads_per_warp=[warp_size]",
      "threads_per_warp=[32]",
@@ -69,3 +69,38 @@ def test_a_syntax_error_in_the_starter_is_one_line(tmp_path):
     out = _check(tmp_path, "02", "mask = offsets < numel", "mask = offsets < numel)")
     assert re.search(r"starter\.py line \d+: unmatched '\)'", out), out
     assert "0 passed, 1 failed" in out
+
+
+# The GEMM lessons' frequent compiler messages, in the course's words (issue: a learner's review of lessons 10-17).
+GEMM_MISTAKES = [
+    ("16", "is_async without a wait",
+     "        acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b_ring.index(slot)))\n", "",
+     ["acc enters the loop as a tensor but leaves an iteration as a running wgmma", "hint: after warpgroup_mma"]),
+    ("16", "warpgroup_mma_wait's tuple not unpacked", "acc, _, _ = warpgroup_mma_wait(1,", "acc = warpgroup_mma_wait(1,",
+     ["leaves an iteration as a tuple", "hint: warpgroup_mma_wait returns one value per entry of deps"]),
+    ("16", "A and B swapped",
+     "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, is_async=True)",
+     "acc = warpgroup_mma(b_ring.index(slot), a_ring.index(slot), acc, is_async=True)",
+     ["gap 1 (matmul_kernel)", "wgmma's operands do not chain", "hint: are A and B swapped?"]),
+    ("16", "a keyword warpgroup_mma does not take", "acc, is_async=True)", "acc, asynchronous=True)",
+     ["unexpected keyword argument 'asynchronous'", "hint: warpgroup_mma takes a, b, acc, use_acc", "is_async"]),
+    ("15", "an instruction wider than the tile", "instr_shape=[16, BLOCK_N, 16])", "instr_shape=[16, 256, 16])",
+     ["is larger than the tile it must cover", "hint: a version-3 (wgmma) layout takes instr_shape=[16, N, 16]"]),
+    ("13", "STAGES not declared gl.constexpr", "STAGES: gl.constexpr, ASYNC_COPY: gl.constexpr):",
+     "STAGES, ASYNC_COPY: gl.constexpr):", ["parameter 'STAGES' of matmul_kernel is not declared gl.constexpr",
+                                            "write `STAGES: gl.constexpr`"]),
+]
+
+
+@pytest.mark.parametrize("number, what, old, new, words", GEMM_MISTAKES, ids=[m[1] for m in GEMM_MISTAKES])
+def test_gemm_compile_mistakes_read_as_sentences(tmp_path, number, what, old, new, words):
+    out = _check(tmp_path, number, old, new)
+    for word in words:
+        assert word in out, f"{what}: {word!r} missing from:\n{out}"
+    for raw in ("ttng.", "'tt.", "<class '", "AssertionError(", "Pipeline failed"):
+        assert raw not in out, f"{what}: {raw!r} (a compiler internal) reached the learner:\n{out}"
+    failing = [line for line in out.splitlines() if line.lstrip().startswith("✗")]
+    first = out[out.index(failing[0]):].split("\n  ✓")[0].split("\n  ✗")[0]
+    assert len(first.splitlines()) <= 2, f"{what}: longer than two lines:\n{first}"
+    # One compile error behind several checks is printed once.
+    assert sum(1 for line in failing if "the same error as above" in line) >= 1, out

@@ -35,6 +35,80 @@ HINTS = [
 ]
 
 
+# What the compiler says in its own terms, said in the course's: (pattern, sentence with \\1-style groups, hint). The
+# first match wins; the sentence replaces the compiler's (raw MLIR names and Python class paths never reach a learner).
+TRANSLATIONS = [
+    (r"Loop carried variable (\w+) changed type, was <class '[\w.]*warpgroup_mma_accumulator'> but is now "
+     r"<class '[\w.]*tensor'>",
+     r"\1 enters the loop as a tensor but leaves an iteration as a running wgmma (an asynchronous result)",
+     "after warpgroup_mma(..., is_async=True), call warpgroup_mma_wait(n, deps=(\\1, ...)) in the same iteration "
+     "and use what it returns"),
+    (r"Loop carried variable (\w+) changed type, was <class '[\w.]*tuple'> but is now <class '[\w.]*tensor'>",
+     r"\1 enters the loop as a tensor but leaves an iteration as a tuple",
+     "warpgroup_mma_wait returns one value per entry of deps: unpack it, e.g. "
+     "acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_slot, b_slot))"),
+    (r"Loop carried variable (\w+) changed type, was <class '[\w.]*?(\w+)'> but is now <class '[\w.]*?(\w+)'>",
+     r"\1 enters the loop as a \3 but leaves an iteration as a \2",
+     "a variable carried by a loop must keep its type (and layout) from one iteration to the next"),
+    (r"'ttng\.warp_group_dot' op expected the last dimension of the first operand to be equal to the "
+     r"second-to-last dimension of the second operand",
+     "wgmma's operands do not chain: A must be M × K and B K × N (A's last dimension equal to B's first)",
+     "are A and B swapped? warpgroup_mma(a_slot, b_slot, acc): A's tile first"),
+    (r"'ttng\.warp_group_dot' op expected the output shape",
+     "wgmma's accumulator does not have the product's shape (M × N for an M × K A and a K × N B)",
+     "are A and B swapped, or the accumulator built for another tile?"),
+    (r"instruction shape \[(\d+), (\d+)\] is too large for the layout with block size \[(\d+), (\d+)\]",
+     r"the layout's instruction ([\1, \2]) is larger than the tile it must cover per warp ([\3, \4])",
+     "a version-3 (wgmma) layout takes instr_shape=[16, N, 16]: 16 rows per warp, N columns per instruction "
+     "(at most BLOCK_N and 256), 16 of K for bf16/fp16"),
+    (r"Pipeline failed while executing \[`ConvertTritonGPUToLLVM`",
+     "the compiler failed while lowering the kernel to LLVM, without a message of its own",
+     "Triton 3.9.0 reports some layout mistakes only this way: check that every layout (its version, instr_shape, "
+     "warps_per_cta) is one the instruction it feeds can take, as the lesson's notebook builds them"),
+]
+# MLIR operations that may still appear in a message: their Gluon names.
+OPERATIONS = {"tt.make_range": "gl.arange", "ttng.warp_group_dot": "warpgroup_mma", "ttg.convert_layout":
+              "gl.convert_layout", "tt.dot": "a dot", "ttg.local_load": "a shared-memory load",
+              "ttg.local_store": "a shared-memory store", "ttng.async_tma_copy_global_to_local": "tma.async_load",
+              "tt.load": "gl.load", "tt.store": "gl.store", "tt.splat": "a broadcast", "tt.broadcast": "a broadcast"}
+
+
+def translate(message: str) -> tuple[str, str]:
+    """(the sentence to show, a hint or "") for a compiler message."""
+    for pattern, sentence, hint in TRANSLATIONS:
+        m = re.search(pattern, message)
+        if m:
+            return m.expand(sentence), m.expand(hint) if "\\" in hint else hint
+    text = re.sub(r"'(\w+\.\w+)' op ", lambda m: f"{OPERATIONS.get(m.group(1), 'an operation')}: ", message)
+    if "unexpected keyword argument" in text:
+        return text, _keywords_hint(text)
+    return text, ""
+
+
+def _keywords_hint(message: str) -> str:
+    """The keywords the called Gluon function really takes, when the message names it."""
+    m = re.search(r"(\w+)\(\) got an unexpected keyword argument '(\w+)'", message)
+    if not m:
+        return ""
+    import inspect
+
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia import ampere, blackwell, hopper
+    from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
+
+    for module in (hopper, gl, tma, mbarrier, ampere, ampere.async_copy, blackwell):
+        fn = getattr(module, m.group(1), None)
+        if fn is None:
+            continue
+        try:
+            names = [p.name for p in inspect.signature(fn).parameters.values()
+                     if not p.name.startswith("_") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        except (TypeError, ValueError):
+            return ""
+        return f"{m.group(1)} takes {', '.join(names)}; there is no {m.group(2)!r}"
+    return ""
+
+
 def hint_for(message: str) -> str:
     for pattern, hint in HINTS:
         if re.search(pattern, message):
@@ -76,6 +150,20 @@ def where(location: str) -> tuple[str, str]:
     return label, f"{path.name}:{m.group('line')}"
 
 
+def _unwrap(message: str) -> str:
+    """``AssertionError("…")`` (how the front end reports a failed assert) → ``…``."""
+    m = re.match(r'^\w+Error\((["\'])(.*)\1\)$', message.strip(), re.S)
+    return m.group(2) if m else message
+
+
+def _is_out_of_resources(error: BaseException) -> bool:
+    try:
+        from triton.runtime.errors import OutOfResources
+    except ImportError:
+        return False
+    return isinstance(error, OutOfResources)
+
+
 def explain(error: BaseException, lesson: str | None = None) -> str:
     """One or two lines for a learner. Errors that are the course's own (a bug, not a mistake) are not
     passed here; callers catch only what a lesson module can cause."""
@@ -85,9 +173,14 @@ def explain(error: BaseException, lesson: str | None = None) -> str:
             return error.message
         gap, at = where(error.location)
         parts = [p for p in (head, gap, error.target) if p]
-        text = f"{', '.join(parts)}: {error.message}" + (f" ({at})" if at else "")
-        hint = hint_for(error.message)
+        message, hint = translate(_unwrap(error.message))
+        text = f"{', '.join(parts)}: {message}" + (f" ({at})" if at and not at.startswith("<unknown>") else "")
+        hint = hint or hint_for(error.message)
         return text + (f"\n  hint: {hint}" if hint else "")
+    if _is_out_of_resources(error):
+        return (f"{head + ': ' if head else ''}the kernel asks for {error.required} bytes of {error.name} per "
+                f"program, and this GPU has {error.limit}: shrink STAGES, BLOCK_K or BLOCK_N (the check "
+                "config_fits says this on the CPU)")
     if isinstance(error, NotImplementedError):
         return str(error) or f"{head}: not yet implemented"
     if isinstance(error, SyntaxError):

@@ -69,6 +69,81 @@ def refuses(cases: dict) -> str | None:
     return None
 
 
+def plain_triton_measure(M: int, N: int, K: int, dtype: str = "bf16") -> Callable:
+    """A Figure's ``measure`` that ignores the lesson module: the course's plain-Triton kernel
+    (measure.plain_triton, autotuned) as a fraction of the library, timed in pairs in this process."""
+    def measure(mod):
+        import torch
+
+        from ..measure import plain_triton
+        from ..measure.gemm import gemm_figure
+
+        torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        m = gemm_figure(plain_triton.matmul, M, N, K, torch_dtype, label="plain Triton")
+        m.details["chosen"] = plain_triton.chosen_config(M, N, K)
+        m.text += f" ({m.details['chosen']})"
+        return m
+    return measure
+
+
+def sweep_measure(version: str, against: str = "library", dtype: str = "bf16", **config) -> Callable:
+    """A Figure's ``measure``: the module's matmul on the course's sweep of shapes (measure.gemm.GEMM_SWEEP_SHAPES),
+    each shape timed in interleaved pairs against the library (``against="library"``) or against the course's
+    plain-Triton kernel (``"triton"``); the figure is the geometric mean of the shapes' ratios, the details hold
+    every ratio and the worst."""
+    if against not in ("library", "triton"):
+        raise ValueError(f"against is 'library' or 'triton', not {against!r}")
+
+    def measure(mod):
+        import torch
+
+        from ..measure import Measurement
+        from ..measure import plain_triton
+        from ..measure.gemm import GEMM_SWEEP_SHAPES, gemm_figure, paired_speedup, summarise
+
+        torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        run = (lambda a, b, c: mod.matmul(a, b, c, **config))
+        ratios, texts, spreads = {}, {}, {}
+        for shape in GEMM_SWEEP_SHAPES:
+            if against == "library":
+                m = gemm_figure(run, *shape, torch_dtype, label=f"{version} {shape}")
+            else:
+                m = paired_speedup(run, plain_triton.matmul, *shape, torch_dtype, label=f"{version} over plain Triton")
+                m.text = (f"{m.details['tflops']:.0f} TFLOPS vs plain Triton {m.details['before_tflops']:.0f} "
+                          f"({plain_triton.chosen_config(*shape)})")
+            ratios[shape], texts[shape], spreads[shape] = m.value, m.text, m.details["spread"]
+        summary = summarise(ratios, texts)
+        (worst_shape, worst) = summary.worst
+        shape_text = "×".join(map(str, worst_shape))
+        name = "plain Triton" if against == "triton" else "the library"
+        return Measurement(summary.geomean, f"geomean {summary.geomean:.2f}× {name}, worst {worst:.2f}× at "
+                                            f"{shape_text}",
+                           {"ratios": {"×".join(map(str, s)): r for s, r in ratios.items()},
+                            "texts": {"×".join(map(str, s)): t for s, t in texts.items()},
+                            "spreads": {"×".join(map(str, s)): v for s, v in spreads.items()},
+                            "worst": [shape_text, worst], "against": against})
+    return measure
+
+
+def empty_operands(mod) -> str | None:
+    """M, N or K = 0: the launcher returns what torch.matmul returns (an empty C; zeros when K = 0), or None."""
+    import torch
+
+    for M, N, K in ((0, 64, 64), (64, 0, 64), (64, 64, 0)):
+        a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+        b = torch.randn(K, N, device="cuda").to(torch.bfloat16)
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        try:
+            out = mod.matmul(a, b, c)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - any refusal is the wrong answer here
+            return (f"{M}×{N}×{K}: raised {type(e).__name__} ({str(e)[:120]}); an empty product should return what "
+                    "torch.matmul returns: an empty C, or zeros when K = 0")
+        if out is None or tuple(out.shape) != (M, N) or not bool((out == 0).all()):
+            return f"{M}×{N}×{K}: C is not what torch.matmul returns (zeros when K = 0, empty when M or N is 0)"
+    return None
+
+
 def speedup_over(previous_lesson: str, previous: str, this: str, M: int = 8192, N: int = 8192, K: int = 8192,
                  dtype: str = "bf16", previous_config: dict | None = None) -> Callable:
     """A Figure's ``measure``: this lesson's TFLOPS over an earlier lesson's solution (``previous_lesson``), both

@@ -39,7 +39,8 @@ def _grid_tiles(M: int, N: int, cfg: dict, sms: int) -> int:
 
 @dataclass(frozen=True)
 class GemmKernel:
-    kind: str                                     # "pointer": a_ptr, b_ptr, c_ptr, sizes, strides; "tma": descriptors
+    kind: str            # "pointer": a_ptr, b_ptr, c_ptr, sizes, strides; "tma": A and B by descriptors, c_ptr;
+                         # "tma_store": A, B and C by descriptors (C stored by TMA)
     constexprs: Callable[[object, dict, str], dict]
     fixed: dict                                   # the configuration the exact counts are asserted at
     grid: Callable[[int, int, dict, int], int] = _grid_tiles   # programs for (M, N, config, SMs)
@@ -70,55 +71,72 @@ class GemmKernel:
                          **{n: "i32" for n in POINTER_RUNTIME}}
             constexprs.update(POINTER_UNIT_STRIDES)
             aligned = ("a_ptr", "b_ptr", "c_ptr") + POINTER_RUNTIME
-        elif self.kind == "tma":
+        elif self.kind in ("tma", "tma_store"):
             from triton.experimental.gluon import language as gl
 
             gl_dtype = {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype]
-            a_block, b_block = [cfg["BLOCK_M"], cfg["BLOCK_K"]], [cfg["BLOCK_K"], cfg["BLOCK_N"]]
-            signature = {
-                "a_desc": tensor_descriptor_type(dtype, a_block, gl.NVMMASharedLayout.get_default_for(a_block, gl_dtype)),
-                "b_desc": tensor_descriptor_type(dtype, b_block, gl.NVMMASharedLayout.get_default_for(b_block, gl_dtype)),
-                "c_ptr": f"*{dtype}", **{n: "i32" for n in TMA_RUNTIME}}
-            constexprs["stride_cn"] = 1
-            aligned = ("c_ptr",) + TMA_RUNTIME
+
+            def desc(block):
+                return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(block, gl_dtype))
+
+            # B K × N (tiles BLOCK_K × BLOCK_N), or N × K (tiles BLOCK_N × BLOCK_K) where the kernel takes B_KN false.
+            b_kn = constexprs.get("B_KN", True)
+            b_block = [cfg["BLOCK_K"], cfg["BLOCK_N"]] if b_kn else [cfg["BLOCK_N"], cfg["BLOCK_K"]]
+            signature = {"a_desc": desc([cfg["BLOCK_M"], cfg["BLOCK_K"]]), "b_desc": desc(b_block)}
+            if self.kind == "tma":
+                signature.update({"c_ptr": f"*{dtype}", **{n: "i32" for n in TMA_RUNTIME}})
+                constexprs["stride_cn"] = 1
+                aligned = ("c_ptr",) + TMA_RUNTIME
+            else:
+                signature.update({"c_desc": desc([cfg["BLOCK_M"], cfg["BLOCK_N"]]), "M": "i32", "N": "i32", "K": "i32"})
+                aligned = ("M", "N", "K")
         else:
-            raise ValueError(f"kind is 'pointer' or 'tma', not {self.kind!r}")
+            raise ValueError(f"kind is 'pointer', 'tma' or 'tma_store', not {self.kind!r}")
         return compile_cached(self.kernel(mod), target, signature=signature, constexprs=constexprs, aligned=aligned,
                               num_warps=cfg["num_warps"])
 
-    def config_fits(self, targets) -> Callable:
-        """A check's ``run``: the module's own CONFIG, compiled for each target, fits one SM (CU) with no spills."""
+    def config_fits(self, targets, attr: str = "CONFIG") -> Callable:
+        """A check's ``run``: the module's own CONFIG (or another configuration it defines, ``attr``), compiled for
+        each target, fits one SM (CU) with no spills."""
         def run(mod):
-            cfg = dict(mod.CONFIG)
+            cfg = dict(getattr(mod, attr))
             shown = ", ".join(f"{k}={v}" for k, v in cfg.items())
             for target in targets:
                 k = self.compile(mod, target, "bf16", cfg)
                 problem = fits(k, cfg.get("num_warps", 4), cfg)
                 if problem:
-                    return f"CONFIG ({shown}) on {target}: {problem}"
+                    return f"{attr} ({shown}) on {target}: {problem}"
             return None
         return run
 
     # -- the host model ----------------------------------------------------------------------------
     def model_check(self, mod, shapes=None, config: dict | None = None, dtype: str = "bf16",
-                    sms: int = 1) -> "str | Passed | None":
+                    sms: int = 1, target: str = "sm_90") -> "str | Passed | None":
         """Run the module's kernel in the host model on ``shapes`` (with ``sms`` SMs' worth of persistent programs).
         None when C is exact and the protocol holds; a sentence otherwise; Passed(note) when the model does not
         know an operation the kernel uses (nothing is concluded then)."""
+        from ..machine.compile import CompileFailed
         from ..model import ModelUnsupported
         from ..model import gemm as model_gemm
 
         cfg = self.config(mod, config)
+        try:
+            self.compile(mod, target, dtype, cfg)
+        except CompileFailed:
+            return f"not run: the kernel does not compile for {target} (see above); the model runs compiling kernels"
         constexprs = self._all_constexprs(mod, cfg, dtype)
         grid = (lambda M, N: self.grid(M, N, cfg, sms))
         shapes = shapes or self.model_shapes or (POINTER_MODEL_SHAPES if self.kind == "pointer" else MODEL_SHAPES)
         if self.kind == "pointer":
             launch = model_gemm.pointer_launch(self.kernel(mod), {}, grid, constexprs, num_warps=cfg["num_warps"])
         else:
+            b_layout = "row" if constexprs.get("B_KN", True) else "col"
             launch = model_gemm.tma_launch(self.kernel(mod), {k: cfg[k] for k in TILE_KEYS}, grid, constexprs,
-                                           dtype=dtype, num_warps=cfg["num_warps"])
+                                           dtype=dtype, num_warps=cfg["num_warps"], b_layout=b_layout,
+                                           c_descriptor=self.kind == "tma_store")
         try:
-            return model_gemm.check(launch, shapes, dtype, tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]))
+            return model_gemm.check(launch, shapes, dtype, b_layout=b_layout if self.kind != "pointer" else "row",
+                                    tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]))
         except ModelUnsupported as e:
             return Passed(f"not run in the host model: it does not model {e} (nothing concluded)")
 
@@ -128,7 +146,9 @@ def fits(k, num_warps: int, cfg: dict | None = None) -> str | None:
     sentence that says which resource ran out and what to shrink."""
     cfg = cfg or {}
     limits = LIMITS[k.target]
-    occupancy = occupancy_of(k, num_warps)
+    # A warp-specialized kernel launches more warps than num_warps (its workers, padded to whole warpgroups): the
+    # compile's metadata has the real count.
+    occupancy = occupancy_of(k, int(getattr(k.metadata, "num_warps", None) or num_warps))
     knobs = [name for name in ("STAGES", "BLOCK_K", "BLOCK_N", "BLOCK_M") if name in cfg]
     if occupancy.blocks == 0:
         if k.shared_bytes > getattr(limits, "shared_per_block_max", getattr(limits, "lds_per_workgroup_max", 0)):

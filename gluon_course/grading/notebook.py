@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from . import records
 from ..course import lesson, load_checks, load_solution
 from ..measure.device import has_gpu
-from .runner import measure_figure, run_check
+from .runner import measure_figure, run_check, shown_once
 
 
 @dataclass
@@ -63,11 +63,11 @@ class Lab:
     # -- checks ---------------------------------------------------------------------------------
     def machine_code(self) -> bool:
         """The CPU checks, compiled here and now (no GPU needed, same output everywhere)."""
-        ok_all = True
+        ok_all, said = True, []
         for check in self.checks.machine_code:
             outcome = run_check(check, self.module, self.lesson.number)
             ok_all &= outcome.ok
-            print(outcome.line())
+            print(shown_once(outcome, said))
         return ok_all
 
     def correctness(self) -> bool:
@@ -125,6 +125,48 @@ class Lab:
     def figures(self, keys: list[str] | None = None) -> dict[str, Shown]:
         keys = keys or [f.key for f in self.checks.figures]
         return {k: self.figure(k) for k in keys}
+
+    def versions_chart(self, key: str = "bf16_8192", first: str = "10", triton: tuple | None = ("17", "triton_bf16_8192"),
+                       title: str = "bf16 8192³: each GEMM version so far") -> None:
+        """Every GEMM version from lesson ``first`` to this one, each bar the version's figure ``key`` as a fraction
+        of cuBLAS timed in the same run as it (this lesson's live on a GPU, the others' as recorded), its pairs'
+        range as a whisker; plain Triton's recorded ratio as a line once lesson 17 has measured it. The subtitle says
+        which runs the bars come from."""
+        import contextlib
+        import io
+
+        from ..course import lessons
+        from ..display import ratio_chart
+
+        bars, missing, stamps = {}, [], set()
+        for number, the in lessons().items():
+            if not (first <= number <= self.lesson.number) or the.planned or number >= "20":
+                continue
+            label = the.title.split(": ")[0].replace("GEMM ", "")
+            with contextlib.redirect_stdout(io.StringIO()):
+                shown = (self if number == self.lesson.number else Lab(number, show_header=False)).figure(key, quiet=True)
+            if shown.value != shown.value:
+                missing.append(label)
+                continue
+            bars[label] = shown
+            stamps.add("this run" if self.live and number == self.lesson.number else self._stamp(number, key))
+        line = {}
+        if triton is not None and triton[0] <= self.lesson.number:
+            with contextlib.redirect_stdout(io.StringIO()):
+                t = (self if triton[0] == self.lesson.number else Lab(triton[0], show_header=False)).figure(
+                    triton[1], quiet=True)
+            if t.value == t.value:
+                line["plain Triton (lesson 17)"] = t
+        if missing:
+            print("not recorded yet (no bar):", ", ".join(missing))
+        if bars:
+            ratio_chart(bars, title, "each bar a ratio to cuBLAS timed in its own run: " + "; ".join(sorted(stamps)),
+                        bar=line)
+
+    @staticmethod
+    def _stamp(number: str, key: str) -> str:
+        entry = records.load()["figures"].get(records.figure_key(number, key))
+        return f"{entry['gpu']}, {entry['date']}" if entry else "not recorded"
 
     def references(self, key: str) -> None:
         """The absolute figures the range was drawn from, with provenance."""

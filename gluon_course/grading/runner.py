@@ -19,8 +19,15 @@ from .errors import explain
 
 # What a lesson module (a learner's starter, a planted mistake) can throw: the course turns these into a
 # sentence. Anything else is a bug in the course itself and keeps its traceback.
+def _out_of_resources():
+    from triton.runtime.errors import OutOfResources
+
+    return OutOfResources
+
+
 LEARNER_ERRORS = (CompileFailed, NotImplementedError, BackendMissing, AssertionError, ValueError, TypeError,
-                  RuntimeError, AttributeError, NameError, IndexError, KeyError, ZeroDivisionError, SyntaxError)
+                  RuntimeError, AttributeError, NameError, IndexError, KeyError, ZeroDivisionError, SyntaxError,
+                  _out_of_resources())
 
 
 @dataclass
@@ -64,6 +71,17 @@ def run_check(check: Check, module, number: str | None = None) -> Outcome:
     return Outcome(check.key, check.title, problem is None, problem or "")
 
 
+def shown_once(outcome: Outcome, said: list) -> str:
+    """The outcome's line, or, when a failure repeats a failure already printed (one compile error behind several
+    checks), the check's title and a pointer to it: a learner reads each error once."""
+    if outcome.ok or not outcome.detail:
+        return outcome.line()
+    if outcome.detail in said:
+        return f"✗ {outcome.title}: the same error as above"
+    said.append(outcome.detail)
+    return outcome.line()
+
+
 def measure_figure(figure: Figure, module, number: str | None = None) -> FigureOutcome:
     """Measure one figure (the measure checks correctness first); a failure becomes a ✗ with its sentence."""
     try:
@@ -102,10 +120,11 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
     passed = failed = 0
 
     out(f"machine code (compiled here for {', '.join(checks.targets)}; no GPU needed):")
+    said: list[str] = []
     for c in checks.machine_code:
         o = run_check(c, module, the.number)
         passed, failed = passed + o.ok, failed + (not o.ok)
-        out("  " + o.line().replace("\n", "\n  "))
+        out("  " + shown_once(o, said).replace("\n", "\n  "))
 
     gpu_parts = f"{len(checks.correctness)} correctness checks, {len(checks.figures)} figures"
     if failed:

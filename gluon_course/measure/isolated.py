@@ -143,9 +143,13 @@ def check_in_child(target: str, args=(), timeout: float = LAUNCH_LIMIT_S) -> str
 
 
 def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 300) -> str | None:
-    """Run ``target`` under each compute-sanitizer tool in turn: None when all are clean, else one sentence."""
-    for tool in tools:
-        run = run_isolated(target, args, timeout=timeout, tool=tool)
+    """Run ``target`` under each compute-sanitizer tool, the tools side by side (each its own child process: small
+    launches, so they share the GPU at no cost to what they check): None when all are clean, else one sentence."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(tools)) as pool:
+        runs = list(pool.map(lambda tool: run_isolated(target, args, timeout=timeout, tool=tool), tools))
+    for tool, run in zip(tools, runs):
         problem = _summary(run, f"compute-sanitizer --tool {tool}", timeout)
         if problem:
             return problem
@@ -154,15 +158,28 @@ def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 
     return None
 
 
+def _module_at(path: str):
+    """The module in ``path``: a file of the toolkit itself is imported as part of its package (its relative imports
+    need that), any other file (a lesson's checks, a learner's starter) from its path."""
+    import importlib
+
+    from ..course import load_module_file, repo_root
+
+    file = Path(path) if Path(path).is_absolute() else repo_root() / path
+    package = repo_root() / "gluon_course"
+    if file.resolve().is_relative_to(package.resolve()):
+        relative = file.resolve().relative_to(repo_root().resolve()).with_suffix("")
+        return importlib.import_module(".".join(relative.parts))
+    return load_module_file(path)
+
+
 def main(argv: list[str]) -> int:
     if not argv or ":" not in argv[0]:
         print("usage: python -m gluon_course.measure.isolated path/to/file.py:function [args...]", file=sys.stderr)
         return 2
     _die_with_parent()    # under compute-sanitizer our parent is the sanitizer: go when it goes
     path, function = argv[0].rsplit(":", 1)
-    from ..course import load_module_file
-
-    problem = getattr(load_module_file(path), function)(*argv[1:])
+    problem = getattr(_module_at(path), function)(*argv[1:])
     if isinstance(problem, str):
         print(PROBLEM_MARK + " ".join(problem.splitlines()), flush=True)
         return 3

@@ -75,12 +75,13 @@ def tma_launch(kernel, tile: dict, grid, constexprs: dict, dtype: str = "bf16", 
         a_desc = HostTensorDescriptor(a_buf, [BM, BK], gl.NVMMASharedLayout.get_default_for([BM, BK], gl_dtype))
         b_desc = HostTensorDescriptor(b_buf, b_block, gl.NVMMASharedLayout.get_default_for(b_block, gl_dtype))
         if c_descriptor:
-            c_block = [BM, tile.get("EPILOGUE_N", BN)]
-            c = HostTensorDescriptor(c_buf, c_block, gl.NVMMASharedLayout.get_default_for(c_block, gl_dtype))
+            c_block = [BM, BN]
+            c_desc = HostTensorDescriptor(c_buf, c_block, gl.NVMMASharedLayout.get_default_for(c_block, gl_dtype))
+            run_kernel(kernel, grid(M, N), a_desc, b_desc, c_desc, M, N, K, num_warps=num_warps,
+                       **{**tile, **constexprs})
         else:
-            c = Pointer(c_buf)
-        run_kernel(kernel, grid(M, N), a_desc, b_desc, c, M, N, K, N, 1, num_warps=num_warps,
-                      **{**tile, **constexprs})
+            run_kernel(kernel, grid(M, N), a_desc, b_desc, Pointer(c_buf), M, N, K, N, 1, num_warps=num_warps,
+                       **{**tile, **constexprs})
     return launch
 
 

@@ -214,6 +214,7 @@ class Shared:
     # accesses by the threads themselves
     def load(self, layout=None):
         check_read(self, "the threads' own load (smem.load)")
+        program().log(current(), "smem.load", slot=self.name())
         return as_tensor(self.view().copy())
 
     def store(self, value):
@@ -517,6 +518,7 @@ def mbarrier_init(mbarrier, count):
     bar = _barrier(mbarrier)
     bar.initialised, bar.count, bar.pending = True, int(count), int(count)
     bar.completed, bar.expected_bytes, bar.issued_bytes, bar.expects = 0, 0, 0, 0
+    program().log(current(), "init", barrier=bar.name, count=int(count))
 
 
 def _require_initialised(bar) -> None:
@@ -563,6 +565,7 @@ def mbarrier_wait(mbarrier, phase, pred=True, deps=()):
     _require_initialised(bar)
     parity = int(np.asarray(value_of(phase))) & 1
     if (bar.completed & 1) == parity:
+        program().log(me, "wait blocks", barrier=bar.name, parity=parity, seen=bar.completed)
         block_until(lambda: (bar.completed & 1) != parity,
                     f"waits on {bar.name} with parity {parity}: {bar.describe()}")
     me.observed[id(bar)] = max(me.observed.get(id(bar), 0), bar.completed)
@@ -575,6 +578,7 @@ def mbarrier_invalidate(mbarrier):
         raise ModelRace(f"{bar.name} is invalidated while copies announced to it are still in flight "
                         f"({bar.describe()})")
     bar.initialised = False
+    program().log(current(), "invalidate", barrier=bar.name)
 
 
 # -- TMA -------------------------------------------------------------------------------------------
@@ -677,9 +681,11 @@ def tma_store_wait(pendings, read_only=True):
     me = current()
     while len(me.store_groups) > int(pendings):
         me.store_groups.pop(0)
+    program().log(me, "tma store wait", depth=int(pendings))
 
 
 def fence_async_shared(cluster=False):
+    program().log(current(), "fence")
     for root in program().roots:
         for st in root.slots:
             st.written_by_threads = False
@@ -718,12 +724,14 @@ def cp_commit_group():
 
 def cp_wait_group(num_outstanding=0):
     me = current()
+    retired = []
     while len(me.cp_groups) > int(num_outstanding):
         group, states = me.cp_groups.pop(0)
+        retired.append(group)
         for st in states:
             if st.pending_write == ("cp.async", me, group):
                 st.pending_write = None
-    program().log(me, "wait_group", depth=int(num_outstanding))
+    program().log(me, "wait_group", depth=int(num_outstanding), retired=retired)
 
 
 # -- wgmma -----------------------------------------------------------------------------------------
@@ -745,6 +753,7 @@ def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_
     if not is_async:
         return result
     group = me.group_id()
+    program().trace[-1]["group"] = group
     states = []
     for s in slots:
         for st in s.states():
@@ -758,9 +767,10 @@ def warpgroup_mma_wait(num_outstanding=0, deps=None):
     if deps is None:
         raise ValueError("warpgroup_mma_wait deps must be given")
     me = current()
+    retired = []
     while len(me.wgmma_groups) > int(num_outstanding):
-        me.wgmma_groups.pop(0)
-    program().log(me, "wgmma wait", depth=int(num_outstanding))
+        retired.append(me.wgmma_groups.pop(0)[0])
+    program().log(me, "wgmma wait", depth=int(num_outstanding), retired=retired)
     out = []
     for d in deps:
         if isinstance(d, AsyncAcc) and not d.outstanding():

@@ -14,7 +14,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course.validate import require_matmul_args, require_power_of_two
+from gluon_course.validate import empty_product, require_matmul_args, require_power_of_two
 
 
 def fma_layouts(BLOCK_M: int, BLOCK_N: int, num_warps: int, TILE_M: int, TILE_N: int, LANES_N: int,
@@ -88,6 +88,8 @@ def matmul(a, b, c=None, **config):
     if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     M, N, K = require_matmul_args(a, b, c)
+    if empty_product(a, b, c):          # M, N or K is 0: what torch.matmul returns
+        return c
     cfg = {**CONFIG, **config}
     tiles = {name: cfg.pop(name) for name in ("TILE_M", "TILE_N", "LANES_N")}
     num_warps = cfg.pop("num_warps")

@@ -15,7 +15,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 
-from gluon_course.validate import require_matmul_args, require_power_of_two
+from gluon_course.validate import empty_product, require_matmul_args, require_power_of_two
 
 # ldmatrix hands each thread one 32-bit register per 8 × 8 matrix: two consecutive K elements of 16 bits. That
 # is k_width 2; with version 1's k_width 4 Triton reads A with LDS.64 instead of ldmatrix.
@@ -138,6 +138,8 @@ def matmul(a, b, c=None, **config):
     if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     M, N, K = require_matmul_args(a, b, c)
+    if empty_product(a, b, c):          # M, N or K is 0: what torch.matmul returns
+        return c
     unknown = set(config) - set(CONFIG)
     if unknown:
         raise TypeError(f"unknown config keys {sorted(unknown)}; matmul takes {sorted(CONFIG)}")

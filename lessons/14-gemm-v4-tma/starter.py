@@ -18,7 +18,7 @@ from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from gluon_course.validate import require_matmul_args, require_power_of_two
+from gluon_course.validate import empty_product, require_matmul_args, require_power_of_two
 
 # Lesson 13's tile and ring: 128 × 128 (4 warps as 2 × 2, each a 64 × 64 piece of C), BLOCK_K 32, 3 stages.
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "warps_m": 2, "STAGES": 3}
@@ -131,6 +131,8 @@ def matmul(a, b, c=None, **config):
     if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     M, N, K = require_matmul_args(a, b, c)
+    if empty_product(a, b, c):          # M, N or K is 0: what torch.matmul returns
+        return c
     unknown = set(config) - set(CONFIG)
     if unknown:
         raise TypeError(f"unknown config keys {sorted(unknown)}; matmul takes {sorted(CONFIG)}")

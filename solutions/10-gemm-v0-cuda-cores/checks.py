@@ -7,7 +7,7 @@ import subprocess
 import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses
+from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_measure, refuses
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
@@ -140,6 +140,9 @@ def correct_on_odd_shapes(mod):
 def launcher_refuses_bad_inputs(mod):
     a, b = gemm_inputs(64, 64, 64, torch.bfloat16)
     either = (TypeError, ValueError)
+    problem = empty_operands(mod)
+    if problem:
+        return problem
     return refuses({
         "fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), either, ()),
         "mismatched K": (lambda: mod.matmul(a, gemm_inputs(64, 64, 65, torch.bfloat16)[1]), either, ()),
@@ -250,7 +253,8 @@ CHECKS = LessonChecks(
         Check("exact_on_odd_shapes", "C = A·B within the fp32-accumulation tolerance on odd shapes, bf16 and fp16 "
               "(poisoned, guarded C)", correct_on_odd_shapes, gpu=True),
         Check("launcher_refuses_bad_inputs", "the launcher refuses fp32, mismatched K, a column-major A and a tile "
-              "that is not a power of two, with an error", launcher_refuses_bad_inputs, gpu=True),
+              "that is not a power of two, with an error; M, N or K = 0 gives what torch.matmul gives",
+              launcher_refuses_bad_inputs, gpu=True),
         Check("sanitizer_clean", "compute-sanitizer memcheck finds nothing on an odd shape", sanitizer_clean,
               gpu=True),
     ],

@@ -3,7 +3,7 @@ it, the masks; correctness and the sanitizer on a GPU; TFLOPS against cuBLAS, an
 import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses
+from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_measure, refuses
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
@@ -190,7 +190,7 @@ def exact_on_odd_shapes(mod):
 def refuses_wrong_inputs(mod):
     a, b = gemm_inputs(64, 64, 64, torch.bfloat16)
     either = (TypeError, ValueError)
-    return refuses({"fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), either, ()),
+    return empty_operands(mod) or refuses({"fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), either, ()),
                     "mismatched K": (lambda: mod.matmul(a, b[:32]), either, ()),
                     "a non-contiguous along its rows": (lambda: mod.matmul(a[:, ::2], b[:32]), either, ())})
 
@@ -257,7 +257,7 @@ CHECKS = LessonChecks(
         Check("exact_odd_shapes", "matmul is exact to the stated tolerance on odd shapes, bf16 and fp16 (poisoned, "
               "guarded C; one launch in a child process first)", exact_on_odd_shapes, gpu=True),
         Check("refuses_wrong_inputs", "matmul refuses fp32 inputs, a mismatched K and a non-contiguous A with a "
-              "sentence", refuses_wrong_inputs, gpu=True),
+              "sentence; M, N or K = 0 gives what torch.matmul gives", refuses_wrong_inputs, gpu=True),
         Check("sanitizer_clean", "compute-sanitizer memcheck finds nothing in a 129 × 257 × 200 launch",
               sanitizer_clean, gpu=True),
     ],

@@ -13,7 +13,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 
-from gluon_course.validate import require_matmul_args, require_power_of_two
+from gluon_course.validate import empty_product, require_matmul_args, require_power_of_two
 
 # One m16n8k16 mma.sync takes 4 elements of K from each thread and row of A (and column of B): 8 bytes of bf16
 # or fp16. k_width counts elements, so it follows from the element size.
@@ -106,6 +106,8 @@ def matmul(a, b, c=None, **config):
     if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     M, N, K = require_matmul_args(a, b, c)
+    if empty_product(a, b, c):          # M, N or K is 0: what torch.matmul returns
+        return c
     cfg = {**CONFIG, **config}
     num_warps, warps_m = cfg.pop("num_warps"), cfg.pop("warps_m")
     acc_layout, a_layout, b_layout = mma_layouts(num_warps, warps_m, a.element_size())

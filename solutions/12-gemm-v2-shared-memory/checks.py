@@ -8,7 +8,7 @@ import math
 import torch
 
 from gluon_course.grading import Check, Expectation, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import FIRST_RUN, around_first_run, gemm_measure, refuses
+from gluon_course.grading.gemm import FIRST_RUN, around_first_run, empty_operands, gemm_measure, refuses
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
@@ -203,7 +203,7 @@ def gemm_correct(mod):
 
 def refuses_wrong_inputs(mod):
     a, b = gemm_inputs(64, 48, 32, torch.bfloat16)
-    return refuses({"fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), TypeError, ()),
+    return empty_operands(mod) or refuses({"fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), TypeError, ()),
                     "mismatched K": (lambda: mod.matmul(a, b[:16]), ValueError, ()),
                     "a non-contiguous A (a transposed view)":
                         (lambda: mod.matmul(a.t().contiguous().t(), b), ValueError, ())})
@@ -316,7 +316,7 @@ CHECKS = LessonChecks(
         Check("gemm_correct", "matmul is within tolerance on odd shapes, bf16 and fp16, swizzled and plain (one "
               "launch first in a process of its own, so a hang is reported, not waited for)", gemm_correct, gpu=True),
         Check("refuses_wrong_inputs", "matmul refuses fp32 inputs, a mismatched K and a non-contiguous A with a "
-              "message", refuses_wrong_inputs, gpu=True),
+              "message; M, N or K = 0 gives what torch.matmul gives", refuses_wrong_inputs, gpu=True),
         Check("sanitizer_clean", "compute-sanitizer memcheck, racecheck and synccheck find nothing on a 129×257×200 "
               "launch", sanitizer_clean, gpu=True),
     ],

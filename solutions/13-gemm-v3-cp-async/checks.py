@@ -8,7 +8,7 @@ import torch
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Figure, LessonChecks, Passed, Reference
 from gluon_course.grading.counts import mismatch
-from gluon_course.grading.gemm import around_first_run, gemm_measure, refuses
+from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_measure, refuses
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure.gemm import GEMM_ODD_SHAPES, check_gemm, gemm_inputs
@@ -193,6 +193,9 @@ def exact_on_odd_shapes(mod):
 
 def launcher_refuses_wrong_inputs(mod):
     a, b = gemm_inputs(64, 64, 64, torch.bfloat16)
+    problem = empty_operands(mod)
+    if problem:
+        return problem
     return refuses({
         "fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), TypeError, ["bfloat16"]),
         "mismatched K": (lambda: mod.matmul(a, b[:32]), ValueError, ["K"]),
@@ -259,7 +262,8 @@ CHECKS = LessonChecks(
     correctness=[
         Check("exact_odd_shapes", "one isolated launch ends in time; C exact on odd shapes through both copy paths "
               "(bf16 and fp16, poisoned and guarded C)", exact_on_odd_shapes, gpu=True),
-        Check("launcher_errors", "matmul refuses fp32, a K mismatch, a non-contiguous B and STAGES=1 with a sentence",
+        Check("launcher_errors", "matmul refuses fp32, a K mismatch, a non-contiguous B and STAGES=1 with a sentence; "
+              "M, N or K = 0 gives what torch.matmul gives",
               launcher_refuses_wrong_inputs, gpu=True),
         Check("sanitizer_clean", "compute-sanitizer memcheck, racecheck and synccheck find nothing",
               sanitizer_clean, gpu=True),

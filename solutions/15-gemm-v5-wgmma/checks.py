@@ -5,7 +5,7 @@ from triton.experimental.gluon import language as gl
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
-from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing
+from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing, sweep_measure
 from gluon_course.grading.gemm_kernel import GemmKernel
 
 # Lesson 14's tile (its CONFIG) and one warpgroup, compiled as a launch of an 8192³ problem sees it.
@@ -160,6 +160,8 @@ CHECKS = LessonChecks(
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
         Figure("vs_v4_bf16_8192", "v5 over v4, bf16 8192³", speedup_over("14", "v4", "v5"),
                Expectation(0.9, 2.5, "v4", WHY_V4, unit="× v4", target=TARGET_V4)),
+        Figure("sweep_bf16", "bf16 sweep, geomean", sweep_measure("v5"),
+               Expectation(0.45, 1.1, "cuBLAS", WHY + "; the geomean of the 7 sweep shapes", tma_gemm.DESIGN_RUN)),
     ],
 )
 

@@ -2,7 +2,7 @@
 overlap, the host model, correctness and hang protection on a GPU, and the figures against cuBLAS and lesson 15."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
-from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing
+from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing, sweep_measure
 from gluon_course.grading.gemm_kernel import GemmKernel
 
 # The lesson's CONFIG: 128 × 256 × 64 in two warpgroups, 4 ring slots, compiled as an 8192³ launch sees it.
@@ -162,5 +162,7 @@ CHECKS = LessonChecks(
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
         Figure("vs_v5_bf16_8192", "v6 over v5, bf16 8192³", speedup_over("15", "v5", "v6", previous_config=TILE),
                Expectation(0.9, 2.5, "v5", WHY_V5, unit="× v5", target=TARGET_V5)),
+        Figure("sweep_bf16", "bf16 sweep, geomean", sweep_measure("v6"),
+               Expectation(0.5, 1.1, "cuBLAS", WHY + "; the geomean of the 7 sweep shapes", tma_gemm.DESIGN_RUN)),
     ],
 )

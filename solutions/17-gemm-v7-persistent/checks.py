@@ -3,7 +3,8 @@ store inside the tile loop, as many programs as fit), the grouped order evaluate
 correctness and hang protection on a GPU, and the figures against cuBLAS and against lesson 16."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
-from gluon_course.grading.gemm import gemm_measure, speedup_over, store_mask_missing
+from gluon_course.grading.gemm import (gemm_measure, plain_triton_measure, speedup_over, store_mask_missing,
+                                       sweep_measure)
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine.occupancy import occupancy_of
 
@@ -200,5 +201,16 @@ CHECKS = LessonChecks(
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
         Figure("vs_v6_bf16_8192", "v7 over v6, bf16 8192³", speedup_over("16", "v6", "v7"),
                Expectation(0.8, 2.0, "v6", WHY_V6, unit="× v6", target=TARGET_V6)),
+        Figure("sweep_bf16", "bf16 sweep, geomean", sweep_measure("v7"),
+               Expectation(0.5, 1.1, "cuBLAS", WHY + "; the geomean of the 7 sweep shapes", tma_gemm.DESIGN_RUN)),
+        Figure("triton_bf16_8192", "plain Triton, bf16 8192³", plain_triton_measure(8192, 8192, 8192),
+               Expectation(0.5, 1.1, "cuBLAS", "plain Triton is the bar from v7 on: the course's tl.dot kernel in "
+                           "grouped order, autotuned over 6 configurations (gluon_course/measure/plain_triton.py), "
+                           "timed against cuBLAS in the same process; a trial on the H200 read 0.95× "
+                           "(results/trials/nvidia-h200-2026-12-01-wgmma-tiles-and-prototypes.json)")),
+        Figure("over_triton_sweep", "over plain Triton, sweep geomean", sweep_measure("v7", against="triton"),
+               Expectation(0.5, 1.5, "plain Triton", "provisional: the course's plain-Triton kernel timed in the same "
+                           "process, per shape; geomean of the 7 shapes' ratios", unit="× plain Triton",
+                           target=CourseTarget(1.0, why="faster than plain Triton"))),
     ],
 )

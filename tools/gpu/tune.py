@@ -51,7 +51,8 @@ def main(out_file, plan_file):
     for label, lesson, config, shape, dtype in plan.get("figures", []):
         started = time.time()
         try:
-            m = harness.gemm_figure(launcher(lesson, config), *shape, DTYPES[dtype], label=label)
+            m = harness.gemm_figure(launcher(lesson, config), *shape, DTYPES[dtype], label=label,
+                                    b_layout="col" if "NxK" in label else "row")
             entry = {"value": m.value, "text": m.text, "details": m.details}
             if lesson == "triton":
                 entry["chosen"] = plain_triton.chosen_config(*shape)

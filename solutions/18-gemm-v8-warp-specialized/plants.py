@@ -1,0 +1,43 @@
+"""Planted mistakes of lesson 18: each is the solution with one plausible mistake, and names the key of the check
+that must reject it (see gluon_course.grading.checks.Plant)."""
+from gluon_course.grading import Plant
+
+RELEASE = "            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)\n"
+GAP = ("            ### BEGIN SOLUTION: the previous step's products are done: release the slot they read to the "
+       "producer\n"
+       "            # Not this step's slot: its products may still be reading it. The first K step of a tile has nothing to\n"
+       "            # release here: the previous tile's last slot was released after its final wait.\n")
+RETIRE = "            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b_ring.index(slot)))\n"
+
+PLANTS = [
+    # ---- caught without a GPU ----
+    Plant("the producer does not ask for its registers (no worker_num_regs): no register reallocation, so the "
+          "consumers cannot take more than the launch gave them",
+          "    ], [1], [LOAD_REGS])", "    ], [1])",
+          rejected_by="partitions_sm_90", gpu=False),
+    Plant("the producer asks for 232 registers, as many as a consumer keeps: the consumers get no more than that",
+          "    ], [1], [LOAD_REGS])", "    ], [1], [232])",
+          rejected_by="partitions_sm_90", gpu=False),
+    Plant("the producer's first trip waits for a release that never comes (parity 0 instead of 1 on a fresh empty "
+          "barrier): both partitions wait for each other, caught by the host model",
+          "mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)",
+          "mbarrier.wait(empty.index(slot), (step // STAGES) & 1)",
+          rejected_by="host_model", gpu=False),
+    Plant("the slot is released before the wait that retires its products: TMA may overwrite it while wgmma reads "
+          "it, caught by the host model (which lets the producer run the moment a slot is released)",
+          RETIRE + GAP + RELEASE + "            ### END SOLUTION\n",
+          GAP + RELEASE + "            ### END SOLUTION\n" + RETIRE, rejected_by="host_model", gpu=False),
+    Plant("the release names this step's slot instead of the previous one: the producer overwrites the slot the "
+          "running products read, caught by the host model",
+          "mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)",
+          "mbarrier.arrive(empty.index(slot))", rejected_by="host_model", gpu=False),
+    # ---- caught on a GPU ----
+    Plant("the tile's last slot is never released: the producer waits for it forever on the program's next tile "
+          "(a hang, killed by the child process's time limit)",
+          "        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))\n\n",
+          "\n", rejected_by="correct_tma_shapes", gpu=True),
+    Plant("use_acc=False: every K step's products overwrite acc instead of adding to it",
+          "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, is_async=True)",
+          "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, is_async=True, use_acc=False)",
+          rejected_by="correct_tma_shapes", gpu=True),
+]
