@@ -296,10 +296,9 @@ def correctness_check(key: str = "exact_odd_shapes", shapes: str = "any") -> Che
     def run(mod):
         from ..measure.isolated import check_in_child
 
-        from . import amd_child
-
         amd.require_amd_gpu(mod.TARGETS)
-        return check_in_child(f"{amd_child.__file__}:correct_here", [mod.__file__, shapes], timeout=CHILD_LIMIT_S)
+        # The child imports this file as part of the package (measure.isolated does so for the toolkit's files).
+        return check_in_child(f"{__file__}:correct_here", [mod.__file__, shapes], timeout=CHILD_LIMIT_S)
     return Check(key, title, run, gpu=True)
 
 
@@ -315,6 +314,9 @@ def refusal_check(key: str = "launcher_errors", k_multiple: int = 1) -> Check:
         from .gemm import refuses
 
         amd.require_amd_gpu(mod.TARGETS)
+        problem = empty_operands(mod)
+        if problem:
+            return problem
         a, b = gemm_inputs(128, 128, 128, torch.float16, b_layout="col")
         cases = {
             "fp32 inputs": (lambda: mod.matmul(a.float(), b.float()), TypeError, ["float16"]),
@@ -325,7 +327,27 @@ def refusal_check(key: str = "launcher_errors", k_multiple: int = 1) -> Check:
             a_odd, b_odd = gemm_inputs(128, 128, 1000, torch.float16, b_layout="col")
             cases["K = 1000"] = (lambda: mod.matmul(a_odd, b_odd), ValueError, [str(k_multiple), "pad"])
         return refuses(cases)
-    return Check(key, f"matmul refuses fp32, a K mismatch, a row-major B{extra} with a sentence", run, gpu=True)
+    return Check(key, f"matmul returns what torch.matmul does for M, N or K = 0, and refuses fp32, a K mismatch, a "
+                      f"row-major B{extra} with a sentence", run, gpu=True)
+
+
+def empty_operands(mod) -> str | None:
+    """M, N or K = 0 (B K-contiguous): the launcher returns what torch.matmul returns, an empty C or zeros."""
+    import torch
+
+    for M, N, K in ((0, 64, 64), (64, 0, 64), (64, 64, 0)):
+        a = torch.randn(M, K, device="cuda").to(torch.float16)
+        b = torch.randn(N, K, device="cuda").to(torch.float16).t()
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+        try:
+            out = mod.matmul(a, b, c)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - any refusal is the wrong answer here
+            return (f"{M}×{N}×{K}: raised {type(e).__name__} ({str(e)[:120]}); an empty product should return what "
+                    "torch.matmul returns: an empty C, or zeros when K = 0")
+        if out is None or tuple(out.shape) != (M, N) or not bool((out == 0).all()):
+            return f"{M}×{N}×{K}: C is not what torch.matmul returns (zeros when K = 0, empty when M or N is 0)"
+    return None
 
 
 # -- figures: the vendor's as references, ours provisional ---------------------------------------------------------

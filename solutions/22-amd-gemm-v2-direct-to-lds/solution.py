@@ -17,6 +17,7 @@ from triton.experimental.gluon.language.amd.cdna4 import async_copy
 
 from gluon_course.amd import (K_MULTIPLE, lds_layouts, mfma_layouts, require_amd_gemm_args, require_amd_gpu,
                               require_tile, tile_copy_layouts)
+from gluon_course.validate import empty_product
 
 # The vendor's tile: 256 × 256 × 64, 4 waves (2 along M × 2 along N, each a 128 × 128 piece of C).
 CONFIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4}
@@ -97,6 +98,8 @@ def matmul(a, b, c=None, **config):
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     # Buffer offsets: each tensor at most 2 GiB; 16-byte copies: K and the row strides multiples of 16.
     M, N, K = require_amd_gemm_args(a, b, c, k_multiple=K_MULTIPLE)
+    if empty_product(a, b, c):          # M, N or K is 0: what torch.matmul returns
+        return c
     unknown = set(config) - set(CONFIG)
     if unknown:
         raise TypeError(f"unknown config keys {sorted(unknown)}; matmul takes {sorted(CONFIG)}")
