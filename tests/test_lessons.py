@@ -11,6 +11,7 @@ from gluon_course.course import load_module_file, load_plants, repo_root
 from gluon_course.grading.runner import run_check
 from gluon_course.grading.starters import expected_starter
 from gluon_course.measure import has_gpu
+from gluon_course.measure.device import runs_lessons_for
 
 LESSONS = lessons()
 NUMBERS = list(LESSONS)
@@ -81,8 +82,8 @@ def _planted_module(number, plant, tmp_path):
 
 @pytest.mark.parametrize("number, plant", PLANTS, ids=[f"{n}-{p.rejected_by}-{p.mistake[:30]}" for n, p in PLANTS])
 def test_plant_is_rejected(number, plant, tmp_path):
-    if plant.gpu and not has_gpu():
-        pytest.skip("this plant is caught by a GPU correctness check; no GPU here")
+    if plant.gpu and not runs_lessons_for(load_checks(number).CHECKS.targets):
+        pytest.skip("this plant is caught by a GPU correctness check; no GPU here that runs this lesson")
     module = _planted_module(number, plant, tmp_path)
     check = load_checks(number).CHECKS.check(plant.rejected_by)
     outcome = run_check(check, module, number)
@@ -94,6 +95,8 @@ def test_plant_is_rejected(number, plant, tmp_path):
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("number", READY)
 def test_solution_is_correct_on_the_gpu(number):
+    if not runs_lessons_for(load_checks(number).CHECKS.targets):
+        pytest.skip(f"lesson {number} runs on {', '.join(load_checks(number).CHECKS.targets)}; the GPU here does not")
     module = load_solution(number)
     for check in load_checks(number).CHECKS.correctness:
         outcome = run_check(check, module, number)

@@ -19,6 +19,12 @@ from ..course import repo_root
 DEFAULT_RECORDING = "nvidia-h200"
 
 
+def vendor_targets(gpu_slug: str) -> tuple[str, ...]:
+    """The compile targets whose lessons a recording on this GPU can hold: AMD's for an ``amd-...`` file, NVIDIA's
+    otherwise (a results table lists only the lessons its GPU can run)."""
+    return ("gfx950", "gfx942") if gpu_slug.startswith("amd") else ("sm_90", "sm_100")
+
+
 def results_dir() -> Path:
     """``results/`` of the repository; GLUON_COURSE_RESULTS_DIR names another folder (a test that replays a notebook
     with other recorded figures)."""

@@ -37,7 +37,7 @@ def results_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
     checks = []
     for number, the in lessons().items():
         spec = the.checks
-        if spec.planned:
+        if spec.planned or not set(spec.targets) & set(records.vendor_targets(gpu_slug)):
             continue
         for fig in spec.figures:
             entry = figures.get(records.figure_key(number, fig.key))
@@ -77,7 +77,9 @@ def readme_table(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
                 if entry:
                     recorded = True
                     stamps.add((entry["triton"], entry["torch"].split("+")[0], entry["date"]))
-        status = "; ".join(cells) if recorded else "written; not recorded on a GPU yet"
+        unmeasured = ("written; not measured: no AMD GPU was available" if set(spec.targets) <= {"gfx950", "gfx942"}
+                      else "written; not recorded on a GPU yet")
+        status = "; ".join(cells) if recorded else unmeasured
         lines.append(f"| {number} | {the.title} | {spec.teaches} | {targets} | {status or '—'} |")
     lines.append("")
     if stamps:
@@ -226,4 +228,6 @@ def update_tables(root: Path, write: bool = True) -> list[str]:
         changed.append("book/results.md")
     if _replace_between(root / "README.md", README_BEGIN, END.format("LESSON TABLE"), readme_table(), write):
         changed.append("README.md")
-    return changed
+    from . import amd_report
+
+    return changed + amd_report.update(root, write)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..course import lesson, load_checks, load_solution, load_starter
 from ..machine.compile import BackendMissing, CompileFailed
-from ..measure.device import free_cache, gpu_name, has_gpu
+from ..measure.device import free_cache, gpu_name, has_gpu, runs_lessons_for
 from .checks import Check, Figure, Passed
 from .errors import explain
 
@@ -131,6 +131,9 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
         out(f"on a GPU: skipped until the machine-code checks pass ({gpu_parts})")
     elif not has_gpu():
         out(f"correctness not checked on this machine: no GPU here ({gpu_parts} run on a GPU)")
+    elif not runs_lessons_for(checks.targets):
+        out(f"correctness not checked on this machine: its {gpu_name()} does not run lessons for "
+            f"{', '.join(checks.targets)} ({gpu_parts} run there)")
     else:
         out(f"on the GPU ({gpu_name()}):")
         for c in checks.correctness:
@@ -143,7 +146,8 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
                 passed, failed = passed + o.ok, failed + (not o.ok)
                 out(f"  {'✓' if o.ok else '✗'} {f.title}: {o.text} = {f.expect.format(o.value)}; "
                     f"{f.expect.describe()} {o.verdict}" + (f"; {o.target_line}" if o.target_line else ""))
-    tail = "" if has_gpu() or failed else " (machine code only: correctness not checked on this machine)"
+    checked_here = runs_lessons_for(checks.targets)
+    tail = "" if checked_here or failed else " (machine code only: correctness not checked on this machine)"
     out(f"{passed} passed, {failed} failed{tail}")
     return failed == 0
 

@@ -16,6 +16,17 @@ def is_rocm() -> bool:
     return torch.version.hip is not None
 
 
+def runs_lessons_for(targets) -> bool:
+    """Whether the GPU here runs a lesson compiled for ``targets``: an NVIDIA GPU the NVIDIA lessons (sm_*), an AMD
+    GPU the AMD lessons whose targets include its architecture (gfx950, gfx942, read from ``gcnArchName``)."""
+    if not has_gpu():
+        return False
+    if is_rocm():
+        arch = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "gcnArchName", "")
+        return arch.split(":")[0] in targets
+    return any(t.startswith("sm_") for t in targets)
+
+
 def require_gpu(what: str = "this") -> None:
     if not has_gpu():
         raise NoGPU(f"{what} needs a GPU and torch sees none here; on a CPU-only machine the course shows "

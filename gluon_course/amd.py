@@ -1,0 +1,178 @@
+"""Host-side helpers of the AMD GEMM lessons (20 on): the MFMA layouts per target, the copy layouts of the tiles, the
+launchers' argument checks, and the refusal of a GPU the kernels are not written for. Each refusal says what to do.
+
+The problem of every AMD lesson: C = A·B with A (M×K) row-major, B (K×N) **K-contiguous** (column-major: ``b.stride(0)
+== 1``, i.e. ``b = w.T`` for a row-major N×K ``w``, the way ``torch.nn.Linear`` stores its weight), C (M×N) row-major,
+fp16 or bf16 in, fp32 accumulated, C in the input dtype. With K contiguous in both operands, every lane of an MFMA
+operand holds consecutive K elements of one row of A or one column of B, and those are consecutive bytes in memory:
+16-byte loads and ``ds_read_b128`` for both operands, no transposition anywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .validate import INT32_MAX, require_cuda_tensor, require_power_of_two
+
+# The MFMA instruction of each target for fp16/bf16 with fp32 accumulation, and the layout that goes with it.
+#   gfx950 (CDNA4): v_mfma_f32_16x16x32_{f16,bf16}: 16×16 outputs, K = 32 per instruction, 8 K elements per lane
+#   gfx942 (CDNA3): v_mfma_f32_16x16x16_{f16,bf16}: K = 16, 4 K elements per lane
+# AMDMFMALayout's version is the CDNA generation the instruction belongs to (Triton's _layouts.py: 3 = gfx942,
+# 4 = gfx950); k_width is how many consecutive K elements each lane holds for one instruction.
+
+
+@dataclass(frozen=True)
+class Mfma:
+    target: str
+    version: int
+    instr_shape: tuple[int, int, int]
+    k_width: int
+
+    def opcode(self, dtype: str) -> str:
+        """The instruction's name in the listing: ``v_mfma_f32_16x16x32_f16``, ``v_mfma_f32_16x16x16_bf16``."""
+        if dtype not in ("fp16", "bf16"):
+            raise ValueError(f"dtype is 'fp16' or 'bf16', not {dtype!r}")
+        m, n, k = self.instr_shape
+        return f"v_mfma_f32_{m}x{n}x{k}_{'f16' if dtype == 'fp16' else 'bf16'}"
+
+
+MFMA = {"gfx950": Mfma("gfx950", 4, (16, 16, 32), 8), "gfx942": Mfma("gfx942", 3, (16, 16, 16), 4)}
+WARP_SIZE = 64          # lanes per wavefront on CDNA
+GL_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
+
+
+def mfma_layouts(target: str = "gfx950", warps: tuple[int, int] = (2, 2)):
+    """(accumulator, A operand, B operand) layouts of the target's 16×16 MFMA over ``warps`` (along M, along N).
+
+    ``transposed=True`` gives each lane of the accumulator consecutive elements along N (a row of C), which is what
+    the store of C wants."""
+    from triton.experimental.gluon import language as gl
+
+    if target not in MFMA:
+        raise ValueError(f"no MFMA layout for {target!r}; the AMD lessons compile for {', '.join(MFMA)}")
+    m = MFMA[target]
+    acc = gl.amd.AMDMFMALayout(version=m.version, instr_shape=list(m.instr_shape), transposed=True,
+                               warps_per_cta=list(warps))
+    return (acc, gl.DotOperandLayout(operand_index=0, parent=acc, k_width=m.k_width),
+            gl.DotOperandLayout(operand_index=1, parent=acc, k_width=m.k_width))
+
+
+def tile_copy_layouts(BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, num_warps: int, element_bytes: int = 2):
+    """Coalesced layouts for one tile of A (BLOCK_M × BLOCK_K, K fastest) and one of B (BLOCK_K × BLOCK_N, K fastest
+    too: B is K-contiguous). Each lane moves one 16-byte vector along K; the lanes of a wave cover whole 16-byte
+    columns of K first, then rows; the waves stack along M (A) or N (B)."""
+    from triton.experimental.gluon import language as gl
+
+    vector = 16 // element_bytes
+    lanes_along_k = min(WARP_SIZE, BLOCK_K // vector)
+    a = gl.BlockedLayout(size_per_thread=[1, vector], threads_per_warp=[WARP_SIZE // lanes_along_k, lanes_along_k],
+                         warps_per_cta=[num_warps, 1], order=[1, 0])
+    b = gl.BlockedLayout(size_per_thread=[vector, 1], threads_per_warp=[lanes_along_k, WARP_SIZE // lanes_along_k],
+                         warps_per_cta=[1, num_warps], order=[0, 1])
+    return a, b
+
+
+# -- launchers ---------------------------------------------------------------------------------------------------
+
+# Buffer instructions address memory as a 32-bit byte offset from one base, checked against the buffer's size
+# (Triton sets it to 2^31 - 2 bytes): each of A, B and C must fit in that.
+BUFFER_BYTES = INT32_MAX - 1
+
+
+def require_amd_gemm_args(a, b, c, *, buffer_ops: bool = True, k_multiple: int = 1) -> tuple[int, int, int]:
+    """The AMD lessons' contract: ``a`` (M×K, row-major), ``b`` (K×N, K-contiguous), ``c`` (M×N, row-major), GPU
+    tensors of one dtype, bf16 or fp16. With ``buffer_ops`` each must span at most 2^31 - 2 bytes (32-bit buffer
+    offsets); ``k_multiple`` is what the direct-to-LDS copies need of K and the row strides. Returns (M, N, K)."""
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        require_cuda_tensor(name, t)
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be a matrix, got {t.dim()} dimensions")
+    if a.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"a is {a.dtype}; the course's GEMMs take torch.float16 or torch.bfloat16: convert with "
+                        ".to(torch.float16)")
+    if b.dtype != a.dtype or c.dtype != a.dtype:
+        raise TypeError(f"a, b and c must share one dtype, got {a.dtype}, {b.dtype} and {c.dtype}")
+    M, K = a.shape
+    K2, N = b.shape
+    if K2 != K:
+        raise ValueError(f"a is {M}×{K} but b is {K2}×{N}: b needs K = {K} rows, one for each column of a")
+    if tuple(c.shape) != (M, N):
+        raise ValueError(f"c is {tuple(c.shape)} but a·b is ({M}, {N})")
+    if K > 1 and a.stride(1) != 1 or N > 1 and c.stride(1) != 1:
+        which = "a" if K > 1 and a.stride(1) != 1 else "c"
+        raise ValueError(f"{which} has strides {tuple((a if which == 'a' else c).stride())}; the kernel needs it "
+                         f"row-major (unit stride along its rows): pass {which}.contiguous()")
+    if K > 1 and b.stride(0) != 1:
+        raise ValueError(f"b has strides {tuple(b.stride())}; this kernel reads B K-contiguous (column-major, "
+                         "b.stride(0) == 1), as torch.nn.Linear stores its weight: pass w.T for a row-major N×K w, "
+                         "or b.t().contiguous().t()")
+    if k_multiple > 1:
+        bad = [f"{n}={v}" for n, v in (("K", K), ("a.stride(0)", a.stride(0)), ("b.stride(1)", b.stride(1)))
+               if v % k_multiple]
+        if bad:
+            raise ValueError(f"{', '.join(bad)}: the direct-to-LDS copies move whole 16-byte vectors, so K and the row "
+                             f"strides of A and B must be multiples of {k_multiple} (pad K with zero columns of A and "
+                             "zero rows of B: A·B does not change), or use lesson 21's kernel")
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        span = (sum((size - 1) * stride for size, stride in zip(t.shape, t.stride())) + 1) * t.element_size()
+        limit = BUFFER_BYTES if buffer_ops else (INT32_MAX + 1) * t.element_size()
+        if span > limit:
+            raise ValueError(f"{name} spans {span} bytes; buffer loads and stores address at most {limit} bytes "
+                             "from one base with 32-bit offsets: split the product into smaller GEMMs")
+    return M, N, K
+
+
+def gpu_arch(device=None) -> str:
+    """``gfx950``, ``gfx942``, ... for an AMD GPU (from ``gcnArchName``, feature flags dropped), or ``cuda``."""
+    if torch.version.hip is None:
+        return "cuda"
+    name = getattr(torch.cuda.get_device_properties(device or torch.cuda.current_device()), "gcnArchName", "")
+    return name.split(":")[0] or "unknown"
+
+
+def require_amd_gpu(targets: tuple[str, ...], t: torch.Tensor | None = None) -> str:
+    """Refuse, with a sentence, a GPU the lesson's kernel is not written for: an NVIDIA GPU, or an AMD GPU outside
+    ``targets``. Returns the target name of the GPU here."""
+    device = t.device if t is not None else None
+    arch = gpu_arch(device)
+    wanted = " or ".join(f"{x} ({'MI350/MI355' if x == 'gfx950' else 'MI300'})" for x in targets)
+    if arch == "cuda":
+        raise RuntimeError(f"this kernel is written for AMD {wanted} (MFMA, buffer loads, LDS); this GPU is "
+                           f"{torch.cuda.get_device_name(device)}, an NVIDIA GPU: run lessons 10-19 here, and compile "
+                           "this one without running it (gluon_course.machine.compile_kernel)")
+    if arch not in targets:
+        raise RuntimeError(f"this kernel is written for AMD {wanted}; this GPU is {arch} "
+                           f"({torch.cuda.get_device_name(device)}), whose MFMA shapes or LDS differ: compile it for "
+                           f"{arch} yourself, or run it on {' or '.join(targets)}")
+    return arch
+
+
+def require_tile(BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, num_warps: int, target: str) -> None:
+    """Refuse a tile the MFMA layout over 2×2 waves and the 16-byte copies cannot cover."""
+    for name, value in (("BLOCK_M", BLOCK_M), ("BLOCK_N", BLOCK_N), ("BLOCK_K", BLOCK_K), ("num_warps", num_warps)):
+        require_power_of_two(name, value)
+    if num_warps != 4:
+        raise ValueError(f"num_warps={num_warps}: the lessons' MFMA layout puts 2 × 2 waves on a tile; use 4")
+    m, n, k = MFMA[target].instr_shape
+    if BLOCK_M < 2 * m or BLOCK_N < 2 * n or BLOCK_K < 64:
+        raise ValueError(f"a {BLOCK_M} × {BLOCK_N} × {BLOCK_K} tile is too small for 2 × 2 waves of {m}×{n}×{k} "
+                         f"MFMAs and 16-byte copies: BLOCK_M, BLOCK_N ≥ {2 * m}, BLOCK_K ≥ 64")
+
+
+# The direct-to-LDS copies move whole 16-byte vectors, so every row of A and B must start on a 16-byte boundary
+# and the K mask must cut between vectors. The compiler can prove that only from what Triton's launch tells it
+# about integer arguments: "a multiple of 16". K and the row strides must therefore be multiples of 16.
+K_MULTIPLE = 16
+
+
+def lds_layouts(kind: str = "plain"):
+    """(A's, B's) LDS layout for 256 × 64 / 64 × 256 tiles with K fastest: ``"plain"`` (row after row, no
+    swizzle) or ``"swizzled"`` (Triton's XOR swizzle: vectors of 8, 2 rows per phase, up to 8 phases)."""
+    from triton.experimental.gluon import language as gl
+
+    if kind == "plain":
+        return gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]), gl.SwizzledSharedLayout(1, 1, 1, order=[0, 1])
+    if kind == "swizzled":
+        return gl.SwizzledSharedLayout(8, 2, 8, order=[1, 0]), gl.SwizzledSharedLayout(8, 2, 8, order=[0, 1])
+    raise ValueError(f"kind is 'plain' or 'swizzled', not {kind!r}")

@@ -1,0 +1,34 @@
+"""Lesson 22's checks: the tiles go from global memory straight into LDS (buffer_load … lds), no ds_write is left,
+the loop waits for its copies before reading them, the LDS and the VGPRs it frees; on an AMD GPU correctness and
+the figure."""
+from gluon_course.amd import K_MULTIPLE
+from gluon_course.grading import LessonChecks
+from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
+                                           correctness_check, headline_figure, loop_check, masked_check, refusal_check)
+
+# One K step: the 16 loads of version 1 now write LDS themselves (buffer_load_dwordx4 … lds); nothing is written to
+# LDS from registers; the MFMA operands are read with the same 32 ds_read_b128; two barriers: before the copies
+# overwrite the tiles of the last step, and after the wait, so that every wave's copies have landed.
+LOOP = {"mfma": 128, "buffer_load_dwordx4 … lds": 16, "ds_read_b128": 32, "s_barrier": 2, "branches": 1}
+WHY = "16 copies per lane straight into LDS, the operands read back as before, no ds_write, no branch per mask"
+# Two tiles of 256 × 64 and 64 × 256 fp16 in LDS: 2 × 32 KiB. Registers: version 1 used all 512; the tiles no longer
+# pass through them (Triton 3.9.0: 372 VGPRs, 256 arch + 116 AGPR).
+BUDGET = BudgetFacts(2 * 256 * 64 * 2, vgprs_max=400, why="two 32 KiB tiles in LDS; the tiles no longer pass through "
+                     "VGPRs, so the kernel needs well under version 1's 512")
+
+CHECKS = LessonChecks(
+    targets=("gfx950",),
+    teaches="`async_copy.buffer_load_to_shared`: global memory straight into LDS, `commit_group` / `wait_group`, "
+            "LDS buffers read with `.load(layout)`; no `ds_write`, fewer VGPRs",
+    machine_code=[
+        loop_check("loop_gfx950", "gfx950: the K loop holds 128 v_mfma_f32_16x16x32, 16 buffer_load_dwordx4 … lds, "
+                   "32 ds_read_b128, no ds_write, 2 barriers, 1 branch (fp16 and bf16)", "gfx950", LOOP, WHY),
+        copy_wait_check("copies_waited", "gfx950", 0, "wait_group(0): every copy of this step lands before the tiles "
+                        "are read"),
+        budget_check("budget_gfx950", "gfx950", BUDGET),
+        masked_check("masked_mnk"),
+        config_check(),
+    ],
+    correctness=[correctness_check(shapes="aligned"), refusal_check(k_multiple=K_MULTIPLE)],
+    figures=[headline_figure(2)],
+)

@@ -1,0 +1,23 @@
+"""Planted mistakes of lesson 22: each must be rejected by the check whose key it names."""
+from gluon_course.grading import Plant
+
+PLANTS = [
+    Plant("other=0.0 on A's copy, as in the vendor's tutorial: correct, but in Triton 3.9.0 it makes Triton write "
+          "the zeros of the masked-off lanes with a ds_write behind a branch, 8 times per step",
+          "async_copy.buffer_load_to_shared(a_smem, a_ptr, a_offsets, mask=a_mask)",
+          "async_copy.buffer_load_to_shared(a_smem, a_ptr, a_offsets, mask=a_mask, other=0.0)",
+          rejected_by="loop_gfx950"),
+    Plant("the wait for the copies is left out: the barrier alone does not wait for memory, so the tiles are read "
+          "while the copies may still be on their way",
+          "        async_copy.wait_group(0)\n", "",
+          rejected_by="copies_waited"),
+    Plant("B's offsets advance by BLOCK_K columns instead of BLOCK_K elements of K, as if B were row-major: every "
+          "step after the first multiplies by the wrong columns of B",
+          "        b_offsets += BLOCK_K\n", "        b_offsets += BLOCK_K * stride_bn\n",
+          rejected_by="exact_odd_shapes", gpu=True),
+    Plant("B's K mask is dropped: the K tail of B is copied from beyond its columns (the next column's elements, and "
+          "past B's end the NaN margin) instead of zeros",
+          "b_mask = ((k + offs_bk)[:, None] < K) & (offs_bn[None, :] < N)",
+          "b_mask = offs_bn[None, :] < N",
+          rejected_by="exact_odd_shapes", gpu=True),
+]
