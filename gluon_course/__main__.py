@@ -1,4 +1,4 @@
-"""Command line:  python -m gluon_course {info, check NN, record, starters, tables, new-lesson}"""
+"""Command line:  python -m gluon_course {info, check NN, record, starters, tables, new-lesson, translate NN}"""
 from __future__ import annotations
 
 import argparse
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("number")
     n.add_argument("slug")
     n.add_argument("title")
+    sub.add_parser("translate", help="rewrite lesson NN's translated/ files with Triton's translator").add_argument("lesson")
     args = parser.parse_args(argv)
 
     if args.command == "info":
@@ -112,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         changed = update_tables(repo_root())
         print("updated: " + ", ".join(changed) if changed else "README.md and book/results.md already up to date")
         return 0
+    if args.command == "translate":
+        from .translate import main as translate
+
+        return translate(args.lesson)
     if args.command == "new-lesson":
         from .course import repo_root
         from .grading.scaffold import scaffold

@@ -1,10 +1,12 @@
-"""The course website: it builds with no warning, loads nothing from other hosts, and every lesson page
-renders in a real (headless) browser with networking cut off: title, plots, result blocks and formulas.
+"""The course website: it builds with no warning, loads nothing from other hosts, every internal link resolves, every
+lesson page has its launch buttons, and every page renders in a real (headless) browser with networking cut off:
+no console error, no request to another host, every image loaded, every formula typeset, every table within the page
+at 1280 px; each lesson page shows its title, plots and results; and the site's search finds a GEMM lesson's term.
 
 The browser part needs Chromium and its driver (Debian: `apt-get install chromium chromium-driver`;
 `.ci/run` installs them). Without them these tests are skipped with a one-line notice, unless
 GLUON_COURSE_REQUIRE_BROWSER=1 is set (CI sets it), which turns the skip into a failure. GLUON_COURSE_CHROMIUM / GLUON_COURSE_CHROMEDRIVER point at other
-binaries. A screenshot of every lesson page lands in _build/screenshots/.
+binaries. A screenshot of every lesson page, and of the home, results and support pages, lands in _build/screenshots/.
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import json
 import os
 import re
 import threading
+import warnings
+from html.parser import HTMLParser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -118,6 +122,90 @@ def test_mathjax_is_part_of_the_site(book_html):
         "measuring.html does not load MathJax from _static/mathjax"
 
 
+# ---- (a') links and launch buttons, read from the built HTML ------------------------------------------------------
+class _Anchors(HTMLParser):
+    """The hrefs of a page's links and the ids its elements carry."""
+
+    def __init__(self):
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("name"):
+            self.ids.add(attrs["name"])
+        if tag == "a" and attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+
+
+@functools.lru_cache(maxsize=None)
+def _anchors(path: Path) -> _Anchors:
+    parser = _Anchors()
+    parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return parser
+
+
+def test_every_internal_link_resolves(book_html):
+    """Every link from one page of the site to another (or to a place on a page) reaches a file of the site, and the
+    heading or element its #fragment names."""
+    from urllib.parse import unquote, urlsplit
+
+    broken = []
+    for page in sorted(book_html.rglob("*.html")):
+        if page.relative_to(book_html).parts[0] in ("_static", "_sources"):
+            continue
+        for href in _anchors(page).hrefs:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc or href.startswith(("mailto:", "javascript:")):
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            where = f"{page.relative_to(book_html)} → {href}"
+            if not target.exists():
+                broken.append(f"{where}: no such file")
+            elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _anchors(target).ids:
+                broken.append(f"{where}: {target.relative_to(book_html)} has no id {parts.fragment!r}")
+    assert not broken, f"{len(broken)} internal links lead nowhere:\n" + "\n".join(broken[:40])
+
+
+PLACEHOLDER_REPOSITORY = "https://github.com/PLACEHOLDER-OWNER/PLACEHOLDER-REPOSITORY"
+
+
+def _repository() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text()).get("repository") or {}
+
+
+def test_launch_buttons_are_configured():
+    """Colab's button needs the repository on GitHub (owner and name) and a branch; the placeholder is allowed, with a
+    warning, until the course's public address is settled."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    launch = config.get("launch_buttons") or {}
+    assert launch.get("colab_url") == "https://colab.research.google.com", "_config.yml: launch_buttons.colab_url unset"
+    url = _repository().get("url", "")
+    assert re.fullmatch(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", url), (
+        f"_config.yml: repository.url must be the course's GitHub repository (https://github.com/OWNER/NAME), got {url!r}")
+    assert _repository().get("branch"), "_config.yml: repository.branch unset (the launch links name it)"
+    if url == PLACEHOLDER_REPOSITORY:
+        warnings.warn("_config.yml: repository.url is still the placeholder; the Colab buttons will not open the course "
+                      "until it names the public repository", UserWarning)
+
+
+@pytest.mark.parametrize("page", LESSON_PAGES, ids=[p.split("/")[1] for p in LESSON_PAGES])
+def test_lesson_page_has_its_launch_and_download_buttons(book_html, page):
+    repo = _repository()
+    owner_name = repo["url"].removeprefix("https://github.com/")
+    colab = f"https://colab.research.google.com/github/{owner_name}/blob/{repo['branch']}/{page}.ipynb"
+    hrefs = _anchors(book_html / f"{page}.html").hrefs
+    assert colab in hrefs, f"{page}: no Colab button opening {page}.ipynb (links: {[h for h in hrefs if 'colab' in h]})"
+    downloads = [h for h in hrefs if h.endswith(".ipynb") and "_sources" in h]
+    assert downloads, f"{page}: no download button for the notebook"
+    assert all(((book_html / page).parent / h).resolve().exists() for h in downloads), f"{page}: {downloads} missing"
+
+
 # ---- (b) the browser ----------------------------------------------------------------------------------
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
@@ -188,6 +276,11 @@ def _open(browser, url: str) -> list[str]:
         const done = arguments[arguments.length - 1];
         const check = () => document.readyState === "complete" ? done() : setTimeout(check, 50);
         check();""")
+    return _requested(browser)
+
+
+def _requested(browser) -> list[str]:
+    """The URLs requested since the performance log was last read."""
     requested = []
     for entry in browser.get_log("performance"):
         message = json.loads(entry["message"])["message"]
@@ -252,18 +345,106 @@ def test_math_renders_offline(browser, site_url):
     assert containers >= 1
 
 
+_IMAGES = """
+const imgs = Array.from(document.images);
+imgs.forEach((img) => { img.loading = "eager"; });
+return imgs.map((img) => ({src: img.currentSrc || img.src, complete: img.complete, width: img.naturalWidth,
+                           output: !!img.closest(".cell_output")}));"""
+
+_WAIT_FOR_IMAGES = """
+const done = arguments[arguments.length - 1];
+Promise.all(Array.from(document.images).filter((i) => !i.complete).map((i) => new Promise((ok) => {
+  i.addEventListener("load", ok); i.addEventListener("error", ok); }))).then(() => done());"""
+
+
+def _images(browser) -> list[dict]:
+    """Every image of the page, once each has loaded or failed (lazy images are asked for at once)."""
+    images = browser.execute_script(_IMAGES)
+    if any(not img["complete"] for img in images):
+        browser.execute_async_script(_WAIT_FOR_IMAGES)
+        images = browser.execute_script(_IMAGES)
+    return images
+
+
+# A table wider than the column of text it sits in: the theme scrolls it sideways, and its last columns are cut off
+# at the page's edge.
+_OVERFLOWING_TABLES = """
+return Array.from(document.querySelectorAll("main table")).map((table) => {
+  const box = table.closest(".pst-scrollable-table-container") || table.parentElement;
+  const head = table.querySelector("tr");
+  return {width: table.scrollWidth, room: box.clientWidth, head: head ? head.textContent.trim().slice(0, 60) : ""};
+}).filter((t) => t.width > t.room + 1);"""
+
+
 @pytest.mark.browser
 def test_every_page_loads_offline(browser, site_url):
+    """Every page of the table of contents: loads from the site alone, with no console error, its images present, its
+    formulas typeset, and every table within the width of the text at 1280 px."""
     problems = []
+    assert browser.execute_script("return window.innerWidth") == 1280, "the browser window is not 1280 px wide"
     for page in PAGES:
         requested = _open(browser, f"{site_url}/{page}.html")
         if _not_local(requested):
             problems.append(f"{page}: requests to other hosts {_not_local(requested)}")
         if not browser.execute_script("return document.querySelector('main h1, article h1') !== null"):
             problems.append(f"{page}: no heading (did the page load? title {browser.title!r})")
+        images = _images(browser)
+        problems += [f"{page}: image did not load: {img['src'][-80:]}" for img in images if img["width"] <= 0]
+        source = ROOT / f"{page}.md"
+        pictures = len(re.findall(r"!\[[^\]]*\]\(", source.read_text(encoding="utf-8"))) if source.exists() else 0
+        if sum(img["width"] > 0 for img in images) < pictures:
+            problems.append(f"{page}: its source has {pictures} pictures, the page shows "
+                            f"{sum(img['width'] > 0 for img in images)}")
+        problems += [f"{page}: a table is {t['width']} px wide in {t['room']} px ({t['head']!r})"
+                     for t in browser.execute_script(_OVERFLOWING_TABLES)]
         problems += [f"{page}: console: {m}" for m in _severe_console_messages(browser)]
         _check_math(browser, page)
+        if page in SCREENSHOT_PAGES:
+            _screenshot(browser, page.replace("/", "-"))
     assert not problems, "\n".join(problems)
+
+
+# Whole-page screenshots of the pages worth looking at when the site changes (lesson pages are shot by their test).
+SCREENSHOT_PAGES = ("book/intro", "book/results", "book/support")
+
+
+def _screenshot(browser, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(1280, min(height, 16000))
+    try:
+        browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    finally:
+        browser.set_window_size(1280, 1600)
+
+
+# The search page fills its list of results from the site's own index (searchindex.js), in the browser.
+_SEARCH_RESULTS = """
+const done = arguments[arguments.length - 1];
+const started = Date.now();
+(function wait() {
+  const items = Array.from(document.querySelectorAll("#search-results li a"));
+  const finished = document.querySelector("#search-results p.search-summary, #search-results .search-summary");
+  if (items.length && finished) { done(items.map((a) => a.getAttribute("href"))); }
+  else if (Date.now() - started > 30000) { done(items.map((a) => a.getAttribute("href"))); }
+  else { setTimeout(wait, 100); }
+})();"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("term, lesson", [("warpgroup", "lessons/15-gemm-v5-wgmma/lesson"),
+                                          ("mbarrier", "lessons/14-gemm-v4-tma/lesson"),
+                                          ("AGPR", "lessons/20-amd-gemm-v0-mfma/lesson")])
+def test_search_finds_a_term_of_a_gemm_lesson(browser, site_url, term, lesson):
+    requested = _open(browser, f"{site_url}/search.html?q={term}")
+    hits = browser.execute_async_script(_SEARCH_RESULTS)
+    requested += _requested(browser)
+    assert any("searchindex.js" in u for u in requested), "the search page did not load the site's searchindex.js"
+    assert not _not_local(requested), f"search: requests to other hosts: {_not_local(requested)}"
+    assert any(h and h.split("?")[0].split("#")[0].endswith(f"{lesson}.html") for h in hits), (
+        f"searching {term!r} does not list {lesson}: {hits[:10]}")
+    console = _severe_console_messages(browser)
+    assert not console, f"search page: errors in the browser console: {console}"
 
 
 @pytest.mark.browser
@@ -287,19 +468,7 @@ def test_lesson_page_in_browser(browser, site_url, page):
     assert _words(heading) in _words(browser.title), f"{page}: <title> {browser.title!r} lacks {heading!r}"
 
     # Every picture arrived (the plots are PNGs committed inside the notebook).
-    images = browser.execute_script("""
-        const imgs = Array.from(document.images);
-        imgs.forEach((img) => img.scrollIntoView());
-        return imgs.map((img) => ({src: img.currentSrc || img.src, complete: img.complete,
-                                    width: img.naturalWidth, output: !!img.closest(".cell_output")}));""")
-    if any(not img["complete"] for img in images):
-        browser.execute_async_script("""
-            const done = arguments[arguments.length - 1];
-            Promise.all(Array.from(document.images).filter((i) => !i.complete).map((i) => new Promise((ok) => {
-              i.addEventListener("load", ok); i.addEventListener("error", ok); }))).then(() => done());""")
-        images = browser.execute_script(
-            "return Array.from(document.images).map((img) => ({src: img.currentSrc || img.src, "
-            "complete: img.complete, width: img.naturalWidth, output: !!img.closest('.cell_output')}));")
+    images = _images(browser)
     broken = [img["src"][-80:] for img in images if img["width"] <= 0]
     assert not broken, f"{page}: images that did not load: {broken}"
     plots = _png_outputs(notebook)

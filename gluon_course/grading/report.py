@@ -1,6 +1,6 @@
 """Tables generated from ``results/`` and the lessons' own metadata (never typed by hand): the website's
-results page and the README's lesson table. ``python -m gluon_course tables`` rewrites both; a test fails
-when the committed ones are stale."""
+results page, its home page's lesson tables, its GPU support matrix (``support.py``) and the README's lesson table.
+``python -m gluon_course tables`` rewrites them all; a test fails when a committed one is stale."""
 from __future__ import annotations
 
 import textwrap
@@ -11,6 +11,7 @@ from ..course import lessons
 
 RESULTS_BEGIN = "<!-- BEGIN GENERATED RESULTS (python -m gluon_course tables) -->"
 README_BEGIN = "<!-- BEGIN GENERATED LESSON TABLE (python -m gluon_course tables) -->"
+HOME_BEGIN = "<!-- BEGIN GENERATED LESSONS (python -m gluon_course tables) -->"
 END = "<!-- END GENERATED {} -->"
 
 VENDOR = {"sm_90": "Hopper", "sm_100": "Blackwell", "gfx950": "MI350/MI355", "gfx942": "MI300"}
@@ -23,37 +24,71 @@ def _figure_cell(fig, entry) -> str:
     return f"{fig.title}: {entry['text'].split(' vs ')[0]}, {e.format(entry['value'])}"
 
 
+def _range_text(expect) -> str:
+    """``2.0%–12.0% of copy`` (the table's heading says it is the expected range)."""
+    text = expect.describe()
+    return text[len("expected "):] if text.startswith("expected ") else text
+
+
+def lesson_parts(numbers) -> list[tuple[str, list[str]]]:
+    """The lessons ``numbers`` grouped by the part of ``_toc.yml`` their page is in, in the site's order; a lesson whose
+    page is not in the table of contents yet comes last, under a caption that says so."""
+    from .support import toc_parts
+
+    found = lessons()
+    where = {}
+    for caption, pages in toc_parts():
+        for page in pages:
+            where[page] = caption
+    groups: dict[str, list[str]] = {caption: [] for caption, _ in toc_parts()}
+    for number in numbers:
+        caption = where.get(f"lessons/{found[number].folder}/lesson", "Not yet in the website's table of contents")
+        groups.setdefault(caption, []).append(number)
+    return [(caption, sorted(members)) for caption, members in groups.items() if members]
+
+
 def results_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
+    """The recorded figures and GPU checks of one GPU, one pair of tables per part of the course. Five columns at most,
+    so that the tables fit the page of the website at 1280 px: the ratio and the absolute figures share a cell, and a
+    course target sits beside the verdict it qualifies."""
     data = records.load(gpu_slug)
     figures = data["figures"]
     lines = [f"### {data['gpu'] or gpu_slug}", ""]
     if not figures:
         return "\n".join(lines + ["Nothing recorded yet.", ""])
     stamps = sorted({(e["triton"], e["torch"], e["date"], e["commit"]) for e in figures.values()})
+    lines += ["Recorded with:", ""]
     for triton, torch, date, commit in stamps:
-        lines.append(f"Triton {triton} · torch {torch} · {date} · commit `{commit}`")
-    lines += ["", "| lesson | figure | measured | = | range (gates) | verdict | course target |",
-              "|---|---|---|---|---|---|---|"]
-    checks = []
-    for number, the in lessons().items():
-        spec = the.checks
-        if spec.planned or not set(spec.targets) & set(records.vendor_targets(gpu_slug)):
-            continue
-        for fig in spec.figures:
-            entry = figures.get(records.figure_key(number, fig.key))
-            target = "" if fig.expect.target is None else (
-                fig.expect.target_line(entry["value"]) if entry else "")
-            if entry is None:
-                lines.append(f"| {number} | {fig.title} | not recorded | | {fig.expect.describe()} | | {target} |")
-                continue
-            lines.append(f"| {number} | {fig.title} | {entry['text']} | {fig.expect.format(entry['value'])} | "
-                         f"{fig.expect.describe()} | {fig.expect.verdict(entry['value'])} | {target} |")
-        for check in spec.correctness:
-            entry = figures.get(records.check_key(number, check.key))
-            status = "not recorded" if entry is None else ("✓ passed" if entry["passed"] else f"✗ {entry['detail']}")
-            checks.append(f"| {number} | {check.title} | {status} |")
-    lines += ["", "Correctness checks run on the GPU in the same recording:", "",
-              "| lesson | check | result |", "|---|---|---|", *checks, ""]
+        lines.append(f"* Triton {triton} · torch {torch} · {date} · commit `{commit}`")
+    shown = [number for number, the in lessons().items()
+             if not the.checks.planned and set(the.checks.targets) & set(records.vendor_targets(gpu_slug))]
+    for caption, numbers in lesson_parts(shown):
+        rows, checks = [], []
+        for number in numbers:
+            spec = lessons()[number].checks
+            for fig in spec.figures:
+                entry = figures.get(records.figure_key(number, fig.key))
+                if entry is None:
+                    rows.append(f"| {number} | {fig.title} | not recorded | {_range_text(fig.expect)} | |")
+                    continue
+                verdict = fig.expect.verdict(entry["value"])
+                target = fig.expect.target_line(entry["value"])
+                rows.append(f"| {number} | {fig.title} | **{fig.expect.format(entry['value'])}**: {entry['text']} | "
+                            f"{_range_text(fig.expect)} | {verdict}" + (f"; {target}" if target else "") + " |")
+            for check in spec.correctness:
+                entry = figures.get(records.check_key(number, check.key))
+                status = ("not recorded" if entry is None else
+                          ("✓\u00a0passed" if entry["passed"] else f"✗ {entry['detail']}"))
+                checks.append(f"| {number} | {check.title} | {status} |")
+        lines += ["", f"#### {caption}", ""]
+        if rows:
+            lines += ["| lesson | figure | measured | range (gates) | verdict |", "|---|---|---|---|---|", *rows]
+        if checks:
+            lines += ["", "Their correctness checks, run on the GPU in the same recording:", "",
+                      "| lesson | check | result |", "|---|---|---|", *checks]
+        if set(numbers) & set(PROGRESSION_LESSONS) and progression_bars(gpu_slug):
+            lines += ["", progression_markdown(gpu_slug).rstrip("\n")]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -83,8 +118,49 @@ def readme_table(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
         lines.append(f"| {number} | {the.title} | {spec.teaches} | {targets} | {status or '—'} |")
     lines.append("")
     if stamps:
-        lines.append("Recorded with " + "; ".join(f"Triton {t}, torch {p}, {d}" for t, p, d in sorted(stamps))
-                     + f" (`results/{gpu_slug}.json`).")
+        lines.append(_stamp_line(stamps, gpu_slug))
+    return "\n".join(lines)
+
+
+def _stamp_line(stamps, gpu_slug: str) -> str:
+    return ("Recorded with " + "; ".join(f"Triton {t}, torch {p}, {d}" for t, p, d in sorted(stamps))
+            + f" (`results/{gpu_slug}.json`).")
+
+
+def home_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
+    """The home page's lessons, one table per part of the site: each lesson linked, what it teaches, and its headline
+    figures as recorded (a planned lesson is left out until it is written)."""
+    from .amd_gemm import NOT_MEASURED
+    from .support import toc_parts
+
+    data = records.load(gpu_slug)
+    gpu = data["gpu"] or gpu_slug
+    on_site = {page for _, pages in toc_parts() for page in pages}
+    written = [number for number, the in lessons().items() if not the.checks.planned]
+    lines, stamps = [], set()
+    for caption, numbers in lesson_parts(written):
+        lines += [f"### {caption}", "", f"| # | lesson | what it teaches | headline figures ({gpu}) |",
+                  "|---|---|---|---|"]
+        for number in numbers:
+            the = lessons()[number]
+            spec = the.checks
+            page = f"lessons/{the.folder}/lesson"
+            title = f"[{the.title}](../{page}.ipynb)" if page in on_site else the.title
+            cells = []
+            for fig in spec.figures:
+                if not fig.headline:
+                    continue
+                entry = data["figures"].get(records.figure_key(number, fig.key))
+                if entry:
+                    cells.append(_figure_cell(fig, entry))
+                    stamps.add((entry["triton"], entry["torch"].split("+")[0], entry["date"]))
+            if not cells:
+                cells = [NOT_MEASURED if set(spec.targets) <= {"gfx950", "gfx942"} else "not recorded on a GPU yet"]
+            lines.append(f"| {number} | {title} | {spec.teaches} | {'; '.join(cells)} |")
+        lines.append("")
+    if stamps:
+        lines.append(_stamp_line(stamps, gpu_slug) + " Each figure is a share of a ceiling timed in the same run; "
+                     "[recorded results](results.md) has every figure with its range and verdict.")
     return "\n".join(lines)
 
 
@@ -180,7 +256,8 @@ def progression_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
     if not bars:
         return ""
     gpu = records.load(gpu_slug)["gpu"] or gpu_slug
-    listed = ", ".join(f"{label.replace(chr(10), ' ')} {value:.2f}× ({low:.2f}–{high:.2f})"
+    # The bar labels are wrapped for the plot; unwrapped for the text ("shared-\nmemory" is "shared-memory").
+    listed = ", ".join(f"{label.replace('-' + chr(10), '-').replace(chr(10), ' ')} {value:.2f}× ({low:.2f}–{high:.2f})"
                        for label, value, low, high, _ in bars)
     triton = _triton_line(gpu_slug)
     return "\n".join([
@@ -218,16 +295,17 @@ def _replace_between(path: Path, begin: str, end: str, body: str, write: bool) -
 
 
 def update_tables(root: Path, write: bool = True) -> list[str]:
-    """Rewrite the generated parts of ``book/results.md`` and ``README.md``; return the files that changed
-    (or, with ``write=False``, that are stale)."""
+    """Rewrite the generated parts of ``book/results.md``, ``book/intro.md``, ``book/support.md`` and ``README.md``;
+    return the files that changed (or, with ``write=False``, that are stale)."""
     changed = []
     if _update_progression(root, write):
         changed.append("book/" + PROGRESSION_IMAGE.format(slug=records.DEFAULT_RECORDING))
-    body = results_markdown() + ("\n" + progression_markdown() if progression_bars() else "")
-    if _replace_between(root / "book" / "results.md", RESULTS_BEGIN, END.format("RESULTS"), body, write):
+    if _replace_between(root / "book" / "results.md", RESULTS_BEGIN, END.format("RESULTS"), results_markdown(), write):
         changed.append("book/results.md")
     if _replace_between(root / "README.md", README_BEGIN, END.format("LESSON TABLE"), readme_table(), write):
         changed.append("README.md")
-    from . import amd_report
+    if _replace_between(root / "book" / "intro.md", HOME_BEGIN, END.format("LESSONS"), home_markdown(), write):
+        changed.append("book/intro.md")
+    from . import amd_report, support
 
-    return changed + amd_report.update(root, write)
+    return changed + support.update(root, write) + amd_report.update(root, write)

@@ -1,7 +1,9 @@
 """Lesson 15's checks: wgmma machine code on sm_90 (the instruction does not exist elsewhere), the host model, correctness
-and hang protection on a GPU, and the figures against cuBLAS and against lesson 14."""
+and hang protection on a GPU, and the figures against cuBLAS and against lesson 14; and the Blackwell kernel's machine
+code on sm_100 (compiled only: no Blackwell GPU here)."""
 from triton.experimental.gluon import language as gl
 
+from gluon_course import blackwell
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
@@ -99,6 +101,49 @@ def model(mod):
     return KERNEL.model_check(mod)
 
 
+# -- What changes on Blackwell (sm_100): blackwell_matmul_kernel, compiled here, never run --------------------------
+
+BLACKWELL = GemmKernel("tma", fixed=TILE, extra_tile_keys=("STAGES",), constexprs=lambda *a: {},
+                       name="blackwell_matmul_kernel")
+# What the pinned Triton 3.9.0 emits on sm_100 for the same tile (bf16). Per K step of 32: the wait for the slot, the
+# refill (one expect, two copies), 2 UTCHMMA (tcgen05.mma: 128 rows × 128 columns × 16 of K each), one UTCBAR (the
+# commit that mbarriers=[mma_done] asks for) and the wait on mma_done; no proxy fence.
+BW_IN_LOOP = {"SYNCS.PHASECHK.TRANS64.TRYWAIT": 2, "UTCBAR": 1, "UTMALDG.2D": 2, "SYNCS.ARRIVE.TRANS64": 1,
+              "FENCE.VIEW.ASYNC.S": 0}
+BW_MMA_PER_STEP = 2
+# The whole kernel's tcgen05 instructions: tensor memory allocated (the attempt and its retry) and released, the
+# products and their commit, and one tcgen05.ld of the accumulator's 128 columns.
+BW_TCGEN05 = {"LDTM.x128": 1, "UTCATOMSWS.AND": 1, "UTCATOMSWS.FIND_AND_SET.ALIGN": 2, "UTCBAR": 1, "UTCHMMA": 2}
+BW_TMEM_COLUMNS = 128               # 128 lanes × 128 columns of 32 bits: the fp32 128 × 128 accumulator
+BW_REGISTERS = 138                  # the wgmma kernel: 154, its accumulator in registers for the whole loop
+BW_SHARED_BYTES = 49192             # the ring (49152), 3 + 1 barriers, and 8 bytes that align mma_done
+BW_WHY = {"UTCBAR": ("no commit: mbarriers=[mma_done] on tcgen05_mma is what makes the products arrive there; "
+                     "without it the wait on mma_done never returns", ""),
+          "SYNCS.PHASECHK.TRANS64.TRYWAIT": ("a wait is missing: without the wait on mma_done, the next step refills "
+                                             "the slot the products may still be reading", ""),
+          "UTCHMMA": ("", "more products per K step than one per 16 of K: a TensorMemoryLayout block of fewer rows "
+                      "than the tile's 128 splits every product")}
+
+
+def blackwell_compiled(mod, dtype="bf16"):
+    return BLACKWELL.compile(mod, "sm_100", dtype)
+
+
+def blackwell_signature(mod):
+    return blackwell.signature(blackwell_compiled(mod), BW_IN_LOOP, BW_MMA_PER_STEP, BW_TCGEN05, BW_WHY)
+
+
+def blackwell_resources(mod):
+    k = blackwell_compiled(mod)
+    got = (k.registers, k.spills, k.shared_bytes, blackwell.tmem_columns(k), k.metadata.tmem_size)
+    want = (BW_REGISTERS, 0, BW_SHARED_BYTES, [BW_TMEM_COLUMNS], BW_TMEM_COLUMNS)
+    if got != want:
+        return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes, tcgen05.alloc of "
+                f"{blackwell.tmem_columns(k)} columns; expected {BW_REGISTERS} registers, no spills, {BW_SHARED_BYTES} "
+                f"shared bytes, one allocation of {BW_TMEM_COLUMNS} columns")
+    return None
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 
 def correct(mod):
@@ -134,9 +179,10 @@ def _figure(key, title, M, N, K, dtype_name, headline=False):
 
 
 CHECKS = LessonChecks(
-    targets=("sm_90",),
+    targets=("sm_90", "sm_100"),
     teaches="`warpgroup_mma` (wgmma): a warpgroup multiplies tiles straight from the TMA ring's shared memory into "
-            "an `NVMMADistributedLayout` version 3 accumulator; no ldmatrix; Hopper only",
+            "an `NVMMADistributedLayout` version 3 accumulator; no ldmatrix; Hopper only. On Blackwell: the same "
+            "step with `tcgen05_mma` into tensor memory (compiled, not run)",
     machine_code=[
         Check("accumulator_layout", "wgmma_layout: version 3, the warpgroup's 4 warps along M, instr_shape "
               "[16, 128, 16]", accumulator_layout),
@@ -149,6 +195,12 @@ CHECKS = LessonChecks(
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL, model),
+        Check("tcgen05_sm_100", "sm_100, blackwell_matmul_kernel: 2 × UTCHMMA per K step, the first accumulating from "
+              "the second step on, one UTCBAR (the commit to mma_done) and its wait; tensor memory allocated and "
+              "released, read once (LDTM.x128); no HGMMA, no WARPGROUP (bf16)", blackwell_signature, target="sm_100"),
+        Check("tmem_resources_sm_100", f"sm_100, blackwell_matmul_kernel: {BW_TMEM_COLUMNS} TMEM columns, "
+              f"{BW_REGISTERS} registers (wgmma: 154), no spills, {BW_SHARED_BYTES} shared bytes", blackwell_resources,
+              target="sm_100"),
     ],
     correctness=[
         Check("correct_tma_shapes", "matmul is correct on odd shapes with K, N multiples of 8 (bf16 and fp16; "
@@ -191,6 +243,8 @@ def llvm_verdict(module_file: str, target: str) -> str:
         del os.environ["GLUON_COURSE_PASS_STDERR"]
     errors = [line for line in run.output.splitlines() if line.startswith("LLVM ERROR")]
     if run.returncode == 0:
-        return f"{target}: compiled, {run.output.strip().splitlines()[-1]}"
+        # The counts compile_for printed (the child's stderr may add lines after them, e.g. nanobind's leak report).
+        counts = [line for line in run.output.splitlines() if line.startswith("{")]
+        return f"{target}: compiled, {(counts or run.output.strip().splitlines())[-1]}"
     return f"{target}: the compiler stopped the process (exit status {run.returncode}): " + \
         (errors[-1] if errors else run.output.strip()[-200:])

@@ -34,4 +34,20 @@ PLANTS = [
           "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc)",
           "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, use_acc=False)",
           rejected_by="host_model", gpu=False),
+    # ---- the Blackwell kernel (sm_100, compiled only) ----
+    Plant("Blackwell: use_acc left at its default (True) on the first K step: the products add to whatever tensor "
+          "memory held, since it is allocated without a value",
+          "use_acc=i > 0, mbarriers=[mma_done])", "mbarriers=[mma_done])",
+          rejected_by="tcgen05_sm_100", gpu=False),
+    Plant("Blackwell: no wait on mma_done, as if tcgen05_mma returned with its products done: the next step's refill "
+          "may overwrite a slot they still read",
+          "        mbarrier.wait(mma_done, i & 1)\n", "",
+          rejected_by="tcgen05_sm_100", gpu=False),
+    Plant("Blackwell: mbarriers=[mma_done] left out: nothing arrives on mma_done, so its first wait never returns (on "
+          "a GPU, a hang; Triton 3.9.0 emits no commit at all for this call)",
+          "use_acc=i > 0, mbarriers=[mma_done])", "use_acc=i > 0)",
+          rejected_by="tcgen05_sm_100", gpu=False),
+    Plant("Blackwell: the TMEM layout's block kept at wgmma's 64 rows: the compiler issues twice the products per K step",
+          "TensorMemoryLayout(block=(BLOCK_M, BLOCK_N), col_stride=1)", "TensorMemoryLayout(block=(64, BLOCK_N), "
+          "col_stride=1)", rejected_by="tcgen05_sm_100", gpu=False),
 ]

@@ -6,12 +6,16 @@ fragments with ldmatrix and issuing mma.sync (HMMA) 16 × 8 × 16 at a time, the
 issue one Hopper instruction, wgmma, that multiplies 64 rows of A by the whole 128-column tile of B straight
 out of shared memory (the tiles' layout is described to it, not loaded), accumulating into registers in the
 layout NVMMADistributedLayout version 3. No ldmatrix, no dot-operand layouts.
+
+At the end, ``blackwell_matmul_kernel``: the same step for Blackwell (sm_100), tcgen05 into tensor memory; compiled,
+never run (no Blackwell GPU here).
 """
 import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma
+from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout, allocate_tensor_memory, tcgen05_mma
 
 from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import empty_product, require_matmul_args
@@ -119,3 +123,61 @@ def matmul(a, b, c=None, **config):
     matmul_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **cfg,
                         **kernel_layouts(num_warps, cfg["BLOCK_N"]), num_warps=num_warps)
     return c
+
+
+# -- What changes on Blackwell (sm_100) -------------------------------------------------------------------------------
+# The same step for Blackwell's tensor cores. Compiled on the CPU for sm_100 by the checks, never run: the course has
+# no Blackwell GPU, so there is no launcher for it either. Blackwell's mbarrier and tma are Hopper's (the blackwell
+# module imports them from hopper), so load_tiles is used as it is.
+
+@gluon.jit
+def blackwell_matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+                            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+                            STAGES: gl.constexpr):
+    pid = gl.program_id(0)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+
+    # The ring, its ready barriers and the producer are matmul_kernel's.
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_K, BLOCK_N], b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    # New: tcgen05 reports that its products are done only by an arrival on an mbarrier (there is no wait_group).
+    mma_done = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+    mbarrier.init(mma_done, count=1)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    for s in gl.static_range(STAGES - 1):
+        load_tiles(a_desc, b_desc, ready, a_ring, b_ring, pid_m * BLOCK_M, pid_n * BLOCK_N, s, STAGES, s < k_tiles)
+
+    # The accumulator lives in tensor memory, not in registers: 128 lanes, one per row of the tile, of BLOCK_N 32-bit
+    # columns. block=(BLOCK_M, BLOCK_N): one instruction covers the tile's 128 rows; col_stride=1: one fp32 a column.
+    # Allocated without a value, so nothing is written into it here.
+    acc_tmem = allocate_tensor_memory(gl.float32, [BLOCK_M, BLOCK_N],
+                                      TensorMemoryLayout(block=(BLOCK_M, BLOCK_N), col_stride=1))
+    for i in range(k_tiles):
+        slot = i % STAGES
+        mbarrier.wait(ready.index(slot), (i // STAGES) & 1)
+        # Slot (i - 1) % STAGES is free: the wait on mma_done below retired the products that read it.
+        load_tiles(a_desc, b_desc, ready, a_ring, b_ring, pid_m * BLOCK_M, pid_n * BLOCK_N, i + STAGES - 1,
+                   STAGES, i + STAGES - 1 < k_tiles)
+        # One thread issues the products and the call returns at once; mma_done gets one arrival when they are done.
+        # The first step overwrites the accumulator (use_acc=False), every later one adds to it.
+        tcgen05_mma(a_ring.index(slot), b_ring.index(slot), acc_tmem, use_acc=i > 0, mbarriers=[mma_done])
+        # Synchronous, as matmul_kernel's wgmma: step i's arrival completes phase i of mma_done.
+        mbarrier.wait(mma_done, i & 1)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+    mbarrier.invalidate(mma_done)
+
+    # Into registers for the store, in the layout of the instruction that reads tensor memory, which the descriptor
+    # gives: thread t of warp w gets row 32 w + t, all BLOCK_N columns of it.
+    acc_layout: gl.constexpr = acc_tmem.get_reg_layout()
+    c = acc_tmem.load(acc_layout).to(c_ptr.dtype.element_ty)
+    offs_cm = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+    offs_cn = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    gl.store(c_ptrs, c, mask=c_mask)

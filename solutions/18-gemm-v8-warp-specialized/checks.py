@@ -1,6 +1,8 @@
 """Lesson 18's checks: the two partitions in the machine code of sm_90 (register reallocation for each, a consumer loop
 that holds the products and its two barriers and nothing else, the producer's copies), the host model running both
-partitions, correctness and hang protection on a GPU, and the figures against cuBLAS, lesson 17 and plain Triton."""
+partitions, correctness and hang protection on a GPU, and the figures against cuBLAS, lesson 17 and plain Triton; and the
+Blackwell kernel's three partitions in the machine code of sm_100 (compiled only: no Blackwell GPU here)."""
+from gluon_course import blackwell
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
 from gluon_course.grading.counts import mismatch
@@ -119,6 +121,94 @@ def model(mod):
     return KERNEL.model_check(mod, sms=3)
 
 
+# -- What changes on Blackwell (sm_100): blackwell_matmul_kernel, compiled here, never run --------------------------
+
+BW_TILE = {k: TILE[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "GROUP_M", "num_warps")}
+BLACKWELL = GemmKernel("tma", fixed=BW_TILE, extra_tile_keys=("STAGES", "GROUP_M"), constexprs=lambda *a: {},
+                       name="blackwell_matmul_kernel")
+# What the pinned Triton 3.9.0 emits on sm_100 for the same tile (bf16).
+# - 12 warps launched, as on sm_90: the epilogue's 8, the two one-warp workers and two that run no partition (12 is
+#   3 whole warpgroups); no USETMAXREG.
+BW_LAUNCHED_WARPS = 12
+# - the MMA warp's K loop: the ready wait, 4 UTCHMMA (tcgen05.mma, 128 × 256 × 16 each) and one UTCBAR (the commit that
+#   mbarriers=[empty[slot]] asks for: the release); no copy, no arrive by threads, no CTA barrier. 52 instructions.
+BW_MMA_LOOP = {"SYNCS.PHASECHK.TRANS64.TRYWAIT": 1, "UTCBAR": 1, "UTMALDG.2D": 0, "SYNCS.ARRIVE.TRANS64": 0,
+               "SYNCS.ARRIVE.TRANS64.A1T0": 0, "BAR.SYNC.DEFER_BLOCKING": 0, "LDTM.x128": 0}
+BW_MMA_PER_STEP = 4
+BW_MMA_LOOP_INSTRUCTIONS = 52            # the sm_90 consumers' loop: 56
+# - the whole kernel's tcgen05 instructions: the products, their two commits (each K step's release, each tile's
+#   acc_ready), one tcgen05.ld of 128 columns per thread (8 warps × 128 = the 128 × 256 tile), tensor memory allocated
+#   (the attempt and its retry) and released (on each of the two exit paths the compiler writes).
+BW_TCGEN05 = {"LDTM.x128": 1, "UTCATOMSWS.AND": 2, "UTCATOMSWS.FIND_AND_SET.ALIGN": 2, "UTCBAR": 2, "UTCHMMA": 4}
+# - TMA and mbarrier instructions: the producer's 5 copies and one expect per K step (load_partition's, unchanged),
+#   10 barriers initialised and retired, one arrive by threads (the epilogue's on acc_empty), 4 waits (each with its
+#   retry loop: 8).
+BW_TMA_OPS = {"UTMALDG.2D": 5, "SYNCS.ARRIVE.TRANS64": 1, "SYNCS.ARRIVE.TRANS64.A1T0": 1, "SYNCS.EXCH.64": 10,
+              "SYNCS.CCTL.IV": 10, "SYNCS.PHASECHK.TRANS64.TRYWAIT": 8}
+# - the epilogue's loop: the wait on acc_ready, the tcgen05.ld, the arrive on acc_empty, then 16 stores per thread.
+BW_EPILOGUE = {"SYNCS.PHASECHK.TRANS64.TRYWAIT": 1, "LDTM.x128": 1, "SYNCS.ARRIVE.TRANS64.A1T0": 1, "STG.E.128": 16}
+BW_TMEM_COLUMNS = 256                    # 128 lanes × 256 columns of 32 bits: the fp32 128 × 256 accumulator
+BW_REGISTERS = 149                       # for every warp; on sm_90, 168 at launch and 240 for the consumers
+BW_SHARED_BYTES = 196844                 # the 4-slot ring (196608), 10 barriers, and what warp_specialize keeps
+BW_WHY = {"UTCBAR": ("a commit is missing: without mbarriers=[empty.index(slot)] no release reaches the producer, "
+                     "without tcgen05_commit(acc_ready) the epilogue waits forever", ""),
+          "SYNCS.ARRIVE.TRANS64.A1T0": ("", "threads arrive in the MMA warp's loop: its release is the products' "
+                                        "commit (mbarriers=)")}
+
+
+def blackwell_compiled(mod, dtype="bf16"):
+    return BLACKWELL.compile(mod, "sm_100", dtype)
+
+
+def blackwell_partitions(mod):
+    k = blackwell_compiled(mod)
+    if int(k.metadata.num_warps) != BW_LAUNCHED_WARPS:
+        return (f"{k.metadata.num_warps} warps launched; expected {BW_LAUNCHED_WARPS}: the epilogue's 8, the one-warp "
+                "producer and the one-warp MMA partition (worker_num_warps=[1, 1]), in whole warpgroups")
+    setmaxnreg = k.count_matching(r"USETMAXREG")
+    if setmaxnreg:
+        return f"{setmaxnreg} × USETMAXREG: no partition holds the accumulator in registers, none asks for more"
+    return mismatch(tma_gemm.tma_ops(k), BW_TMA_OPS, "in the whole kernel", "bf16", {**NAMES, **blackwell.NAMES})
+
+
+def blackwell_mma_loop(mod):
+    k = blackwell_compiled(mod)
+    problem = blackwell.signature(k, BW_MMA_LOOP, BW_MMA_PER_STEP, BW_TCGEN05, BW_WHY)
+    if problem:
+        return problem
+    n = sum(k.opcodes_between(*blackwell.mma_loop(k)).values())
+    if n != BW_MMA_LOOP_INSTRUCTIONS:
+        return f"the MMA warp's K loop has {n} instructions; expected {BW_MMA_LOOP_INSTRUCTIONS}"
+    return None
+
+
+def blackwell_epilogue(mod):
+    """The epilogue's loop: the tile out of tensor memory (LDTM) before the arrive that lets the MMA warp overwrite it."""
+    k = blackwell_compiled(mod)
+    first, last = k.loop_holding("LDTM")
+    loop = k.opcodes_between(first, last)
+    problem = mismatch({op: loop.get(op, 0) for op in BW_EPILOGUE}, BW_EPILOGUE, "in the epilogue's loop", "bf16",
+                       blackwell.NAMES)
+    if problem:
+        return problem
+    at = {i.opcode: i.address for i in k.instructions() if first <= i.address <= last}
+    if at["SYNCS.ARRIVE.TRANS64.A1T0"] < at["LDTM.x128"]:
+        return ("the arrive on acc_empty comes before the tcgen05.ld of the tile: the MMA warp may overwrite tensor "
+                "memory while the epilogue still reads it; arrive after acc_tmem.load")
+    return None
+
+
+def blackwell_resources(mod):
+    k = blackwell_compiled(mod)
+    got = (k.registers, k.spills, k.shared_bytes, blackwell.tmem_columns(k), k.metadata.tmem_size)
+    want = (BW_REGISTERS, 0, BW_SHARED_BYTES, [BW_TMEM_COLUMNS], BW_TMEM_COLUMNS)
+    if got != want:
+        return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes, tcgen05.alloc of "
+                f"{blackwell.tmem_columns(k)} columns; expected {BW_REGISTERS} registers, no spills, {BW_SHARED_BYTES} "
+                f"shared bytes, one allocation of {BW_TMEM_COLUMNS} columns")
+    return None
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 
 def correct(mod):
@@ -155,9 +245,10 @@ def _figure(key, title, M, N, K, dtype_name, headline=False, target=None):
 
 
 CHECKS = LessonChecks(
-    targets=("sm_90",),
+    targets=("sm_90", "sm_100"),
     teaches="`gl.warp_specialize`: a one-warp TMA producer and two consumer warpgroups talking through ready/empty "
-            "mbarrier pairs; register reallocation (setmaxnreg); no copy or address of A and B in the consumers",
+            "mbarrier pairs; register reallocation (setmaxnreg); no copy or address of A and B in the consumers. On "
+            "Blackwell: a one-warp tcgen05 MMA partition and an epilogue partition (compiled, not run)",
     machine_code=[
         Check("partitions_sm_90", "sm_90: USETMAXREG for each partition (the consumers up to 240 registers, the "
               "producer's warpgroup down to 24 and its warp up to 40); 12 warps launched", partitions, target="sm_90"),
@@ -173,6 +264,17 @@ CHECKS = LessonChecks(
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL + "; the two partitions take turns at their waits (3 programs, "
               "several tiles each); no release before the wait that retires the slot's readers", model),
+        Check("tcgen05_partitions_sm_100", "sm_100, blackwell_matmul_kernel: 12 warps launched, no USETMAXREG; "
+              "load_partition's 5 TMA box copies and one expect per K step; 10 barriers initialised and retired; one "
+              "arrive by threads (the epilogue's)", blackwell_partitions, target="sm_100"),
+        Check("tcgen05_mma_loop_sm_100", f"sm_100: the MMA warp's K loop holds the ready wait, 4 × UTCHMMA (the first "
+              f"accumulating from the second step on) and one UTCBAR, the release; {BW_MMA_LOOP_INSTRUCTIONS} "
+              "instructions; a second UTCBAR per tile (acc_ready); tensor memory allocated and released; no HGMMA",
+              blackwell_mma_loop, target="sm_100"),
+        Check("tcgen05_epilogue_sm_100", "sm_100: the epilogue waits on acc_ready, reads the tile (LDTM.x128), then "
+              "arrives on acc_empty, then stores it (16 × STG.E.128)", blackwell_epilogue, target="sm_100"),
+        Check("tcgen05_resources_sm_100", f"sm_100: {BW_TMEM_COLUMNS} TMEM columns, {BW_REGISTERS} registers for "
+              f"every warp, no spills, {BW_SHARED_BYTES} shared bytes", blackwell_resources, target="sm_100"),
     ],
     correctness=[
         Check("correct_tma_shapes", "matmul is correct on odd shapes with K, N multiples of 8, and on two with "

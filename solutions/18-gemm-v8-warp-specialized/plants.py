@@ -8,6 +8,10 @@ GAP = ("            ### BEGIN SOLUTION: the previous step's products are done: r
        "            # Not this step's slot: its products may still be reading it. The first K step of a tile has nothing to\n"
        "            # release here: the previous tile's last slot was released after its final wait.\n")
 RETIRE = "            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b_ring.index(slot)))\n"
+EPILOGUE_READ = "        c = acc_tmem.load(acc_layout).to(c_ptr.dtype.element_ty)\n"
+EPILOGUE_COMMENT = ("        # In registers now: the MMA warp may start the next tile in tensor memory while this one is "
+                    "stored.\n")
+EPILOGUE_RELEASE = "        mbarrier.arrive(acc_empty)\n"
 
 PLANTS = [
     # ---- caught without a GPU ----
@@ -40,4 +44,20 @@ PLANTS = [
           "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, is_async=True)",
           "acc = warpgroup_mma(a_ring.index(slot), b_ring.index(slot), acc, is_async=True, use_acc=False)",
           rejected_by="correct_tma_shapes", gpu=True),
+    # ---- the Blackwell kernel (sm_100, compiled only) ----
+    Plant("Blackwell: the products release nothing (no mbarriers= on tcgen05_mma): the producer waits for its second "
+          "trip round the ring forever (a hang on a GPU)",
+          "use_acc=k > 0,\n                        mbarriers=[empty.index(slot)])", "use_acc=k > 0)",
+          rejected_by="tcgen05_mma_loop_sm_100", gpu=False),
+    Plant("Blackwell: no tcgen05_commit(acc_ready) after a tile's products: the epilogue waits for its first tile "
+          "forever (a hang on a GPU)",
+          "        tcgen05_commit(acc_ready)\n", "", rejected_by="tcgen05_mma_loop_sm_100", gpu=False),
+    Plant("Blackwell: use_acc left at its default (True): each tile's products add to the previous tile's sums, the "
+          "first tile's to whatever tensor memory held",
+          "use_acc=k > 0,\n                        mbarriers", "mbarriers", rejected_by="tcgen05_mma_loop_sm_100",
+          gpu=False),
+    Plant("Blackwell: the epilogue hands the accumulator back before reading it: the MMA warp may overwrite tensor "
+          "memory with the next tile while the epilogue still reads this one",
+          EPILOGUE_READ + EPILOGUE_COMMENT + EPILOGUE_RELEASE, EPILOGUE_RELEASE + EPILOGUE_READ + EPILOGUE_COMMENT,
+          rejected_by="tcgen05_epilogue_sm_100", gpu=False),
 ]

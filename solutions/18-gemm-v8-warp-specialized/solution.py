@@ -7,12 +7,17 @@ Here the program splits into two *partitions* that run at the same time on diffe
 ``ready[s]`` (the producer's copies into slot s have landed) and ``empty[s]`` (the consumers are done reading slot s).
 The producer runs ahead as far as the ring allows, also into the next tile while the consumers store this one, and
 ``gl.warp_specialize`` hands it few registers so that the consumers may take more.
+
+At the end, ``blackwell_matmul_kernel``: the same partitions for Blackwell (sm_100), where one more warp issues tcgen05
+products into tensor memory and the default partition only stores C; compiled, never run (no Blackwell GPU here).
 """
 import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.blackwell import (TensorMemoryLayout, allocate_tensor_memory,
+                                                                 tcgen05_commit, tcgen05_mma)
 
 from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import empty_product, require_matmul_args
@@ -164,3 +169,94 @@ def matmul(a, b, c=None, programs=None, **config):
     matmul_kernel[grid](a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **cfg,
                         **kernel_layouts(num_warps, cfg["BLOCK_N"]), num_warps=num_warps)
     return c
+
+
+# -- What changes on Blackwell (sm_100) -------------------------------------------------------------------------------
+# The same producer (load_partition, unchanged: Blackwell's mbarrier and tma are Hopper's) and ring, but the products
+# move out of the default partition: on Blackwell one thread issues them and the accumulator lives in tensor memory,
+# so a single warp does all the multiplying and the default partition's warps only store C. Compiled on the CPU for
+# sm_100 by the checks, never run: the course has no Blackwell GPU, so there is no launcher for it either.
+
+@gluon.jit
+def blackwell_mma_partition(a_ring, b_ring, ready, empty, acc_tmem, acc_ready, acc_empty, M, N, K,
+                            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+                            STAGES: gl.constexpr):
+    """One warp: every K step's products into the accumulator in tensor memory; it never waits for them itself."""
+    num_tiles = gl.cdiv(M, BLOCK_M) * gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    step = 0                        # the producer's count: both walk the same tiles and K steps
+    tiles = 0                       # tiles done by this program: the phase of acc_ready and acc_empty
+    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        # The epilogue must have read the last tile out of tensor memory before this tile's first product overwrites
+        # it (parity as the producer's wait on empty: the first tile passes).
+        mbarrier.wait(acc_empty, (tiles & 1) ^ 1)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+            # The release is the tensor cores' own: empty[slot] gets its arrival when these products are done, so the
+            # slot goes back to the producer without a wait here (lesson 18's consumers waited, then arrived).
+            tcgen05_mma(a_ring.index(slot), b_ring.index(slot), acc_tmem, use_acc=k > 0,
+                        mbarriers=[empty.index(slot)])
+            step += 1
+        # One arrival on acc_ready once every product issued so far is done: the tile's accumulator is complete.
+        tcgen05_commit(acc_ready)
+        tiles += 1
+
+
+@gluon.jit
+def blackwell_epilogue_partition(c_ptr, acc_tmem, acc_ready, acc_empty, M, N, stride_cm, stride_cn,
+                                 BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROUP_M: gl.constexpr):
+    """The default partition: each tile's accumulator out of tensor memory and into C."""
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    # The layout of the instruction that reads tensor memory, for this partition's warps (the kernel's num_warps).
+    acc_layout: gl.constexpr = acc_tmem.get_reg_layout()
+    tiles = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        mbarrier.wait(acc_ready, tiles & 1)
+        c = acc_tmem.load(acc_layout).to(c_ptr.dtype.element_ty)
+        # In registers now: the MMA warp may start the next tile in tensor memory while this one is stored.
+        mbarrier.arrive(acc_empty)
+        offs_cm = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+        offs_cn = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        gl.store(c_ptrs, c, mask=c_mask)
+        tiles += 1
+
+
+@gluon.jit
+def blackwell_matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+                            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+                            STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_K, BLOCK_N], b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    # One more pair, for the accumulator: acc_ready (the MMA warp's commit: the tile's products are done) and
+    # acc_empty (the epilogue's arrival: the tile is out of tensor memory).
+    acc_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    acc_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    mbarrier.init(acc_ready, count=1)
+    mbarrier.init(acc_empty, count=1)
+    # Tensor memory, like shared memory, is allocated before the fork: two partitions use it.
+    acc_tmem = allocate_tensor_memory(gl.float32, [BLOCK_M, BLOCK_N],
+                                      TensorMemoryLayout(block=(BLOCK_M, BLOCK_N), col_stride=1))
+    # The epilogue on the kernel's warps (the default partition), then one warp each for the copies and the products.
+    # No worker_num_regs: no partition holds the accumulator while the products run, so none needs registers moved.
+    gl.warp_specialize([
+        (blackwell_epilogue_partition, (c_ptr, acc_tmem, acc_ready, acc_empty, M, N, stride_cm, stride_cn,
+                                        BLOCK_M, BLOCK_N, GROUP_M)),
+        (load_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M)),
+        (blackwell_mma_partition, (a_ring, b_ring, ready, empty, acc_tmem, acc_ready, acc_empty, M, N, K,
+                                   BLOCK_M, BLOCK_N, BLOCK_K, STAGES)),
+    ], [1, 1])
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+    mbarrier.invalidate(acc_ready)
+    mbarrier.invalidate(acc_empty)

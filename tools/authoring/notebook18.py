@@ -8,8 +8,8 @@ md("""# 18 · GEMM v8: warp specialization
 **What you build:** lesson 17's persistent kernel split into two *partitions* that run at the same time: one warp
 that only copies (the producer) and two warpgroups that only multiply (the consumers), talking through a pair of
 mbarriers per ring slot. **What you learn:** `gl.warp_specialize`, the ready/empty barrier protocol and its phase
-parities, register reallocation between partitions (`setmaxnreg`), and how to read each partition in the machine
-code. **Time:** about 60 minutes.
+parities, register reallocation between partitions (`setmaxnreg`), how to read each partition in the machine
+code, and what the partitions become on Blackwell (the last section). **Time:** about 60 minutes.
 
 In lesson 17 the same eight warps did everything in turn. Every K step they waited for a tile, started the
 products, waited for the previous step's products, and only then issued the next copies: the copies could never
@@ -178,8 +178,95 @@ TMA, which stores it while the consumers go on with the next tile.
   `warpgroup_mma_wait(1)`; the tile's last slot after the final wait.
 * `worker_num_regs` gives the producer few registers (`USETMAXREG`), so the consumers may take 240.
 * In the machine code: the consumers' K loop has no TMA copy, no expect and much less arithmetic than lesson 17's."""),
+md("""## What changes on Blackwell
+
+On Blackwell (sm_100) a product is not the business of whole warpgroups any more (lesson 15's last section):
+`tcgen05_mma` is issued by one thread, returns at once, and accumulates in tensor memory (TMEM). So this lesson's
+consumers split into two partitions with different jobs:
+
+* an **MMA partition** of one warp that only issues `tcgen05_mma`. It never waits for its products: each call names
+  `empty[slot]` in `mbarriers=`, so the tensor cores themselves release the slot to the producer once the products
+  that read it are done. After a tile's last K step, `tcgen05_commit(acc_ready)` arrives on `acc_ready` once every
+  product issued so far is done.
+* the **epilogue**, the default partition on the kernel's 8 warps: it waits on `acc_ready`, reads the tile out of
+  tensor memory into registers (`acc_tmem.load`, in the layout `acc_tmem.get_reg_layout()` gives), hands tensor
+  memory back on `acc_empty`, and stores C.
+
+The producer is this lesson's `load_partition`, unchanged (Blackwell's `mbarrier` and `tma` are Hopper's): the one you
+write in gap 1, which is why `check("18")` reports the sm_100 checks with that gap. `solution.py` ends with the
+kernel, `blackwell_matmul_kernel`. **Not measured: there is no Blackwell GPU here.** The kernel has been
+compiled for sm_100 and its machine code read, never run; it has no launcher, and nothing below claims a speed."""),
+code("""show_source(solution.blackwell_mma_partition)
+show_source(solution.blackwell_epilogue_partition)
+show_source(solution.blackwell_matmul_kernel)"""),
+md("""Four kinds of barrier now, each with one arrival per phase; trip or tile `r` of a partition waits with the parity shown:
+
+| barrier | who arrives | who waits | parity |
+|---|---|---|---|
+| `ready[s]` | the producer (`expect`, then TMA's bytes) | the MMA warp | `r & 1` |
+| `empty[s]` | the tensor cores, when the products that read slot s are done (`mbarriers=`) | the producer | `(r & 1) ^ 1` |
+| `acc_ready` | the tensor cores, when a tile's products are all done (`tcgen05_commit`) | the epilogue | `r & 1` |
+| `acc_empty` | the epilogue, once the tile is in its registers | the MMA warp | `(r & 1) ^ 1` |
+
+There is one accumulator: the MMA warp starts a tile only once the epilogue has read the last one out of tensor
+memory, but it does not wait for the stores (section 7: on Hopper the consumers start a tile only after storing the
+last). Tensor memory has room for two 128 × 256 fp32 accumulators (it is 128 lanes × 512 columns of 32 bits, and
+Triton's launcher allows a program 512 columns), which would let the MMA warp start a tile while the epilogue still
+reads the last one; this kernel, the smallest version, does not.
+
+The machine code on sm_100 (bf16), the MMA warp's K loop and the epilogue's loop:"""),
+code("""from gluon_course import blackwell
+
+kb = checks.blackwell_compiled(solution)
+print(f"{kb.metadata.num_warps} warps launched, {kb.registers} registers each, "
+      f"{kb.count_matching('USETMAXREG')} USETMAXREG, {blackwell.tmem_columns(kb)} TMEM columns allocated")
+first, last = blackwell.mma_loop(kb)
+print("the MMA warp's K loop:")
+blackwell.show(kb, (first, last), prefixes=("SYNCS", "UTC"))
+loop = kb.opcodes_between(first, last)
+print(f"  ({sum(loop.values())} instructions, {sum(n for op, n in loop.items() if op.startswith('U'))} of them "
+      "uniform: U…, done once for the warp)")
+print("the epilogue's loop, without its 16 stores:")
+blackwell.show(kb, kb.loop_holding("LDTM"), prefixes=("SYNCS", "LDTM", "BAR"))"""),
+md("""* The MMA warp's loop is the wait for the slot (`SYNCS.PHASECHK`), four `UTCHMMA` (tcgen05.mma: all 128 rows and 256
+  columns of the tile, 16 of K each) and one `UTCBAR`: the `tcgen05.commit` that `mbarriers=[empty.index(slot)]`
+  adds, an arrival on `empty[slot]` once the products are done. That is the release: no wait for the products, no
+  barrier among threads, no arrive by a thread (on Hopper: `WARPGROUP.DEPBAR.LE`, then `BAR.SYNC` among the 256
+  consumer threads, then `SYNCS.ARRIVE.TRANS64.A1T0`). The first `UTCHMMA` takes a predicate as its accumulate flag
+  (`use_acc=k > 0`), the other three `UPT`, always true. A second `UTCBAR` after the loop is
+  `tcgen05_commit(acc_ready)`.
+* The products name no register: `tmem[UR…]` is the accumulator's address in tensor memory. What the MMA warp
+  computes is addresses and counters, most of it in uniform (U…) instructions.
+* The epilogue waits on `acc_ready`, reads its 128 × 256 tile with one `LDTM.x128` (tcgen05.ld: 128 registers per
+  thread, 8 warps × 32 threads × 128 = 32768 values), and only then arrives on `acc_empty` (after a `BAR.SYNC` among
+  its 256 threads, as the consumers' release on Hopper).
+* No `USETMAXREG`: no partition holds the accumulator while the products run, so no registers are moved between
+  partitions (`worker_num_regs` is not given). Every warp has the 149 registers the compiler gave; on Hopper the
+  consumers raised theirs to 240.
+
+Side by side with this lesson's consumers (sm_90):"""),
+code("""kh = checks.compiled(solution)
+table(blackwell.compare(kh, kh.loop_holding("HGMMA"), kb, (first, last)),
+      ["", "sm_90: the consumers' K loop", "sm_100: the MMA warp's K loop"])"""),
+md("""What changes from the Hopper step, in short:
+
+* **No `warpgroup_mma_wait`:** completion comes by mbarrier. The tensor cores arrive on `empty[s]` and `acc_ready`
+  themselves (`mbarriers=`, `tcgen05_commit`); nobody waits for a product to release a slot.
+* **The accumulator lives in tensor memory, not in registers:** 256 of its 512 columns, allocated before the fork
+  and read back by the epilogue only.
+* **The register budget is freed:** no `setmaxnreg`, and no partition needs 240 registers; the 128 per thread that
+  hold C exist only in the epilogue, after `acc_ready`.
+* **One thread issues the products:** one warp does all the multiplying, and the default partition's 8 warps only
+  store.
+
+The checks `tcgen05_partitions_sm_100`, `tcgen05_mma_loop_sm_100`, `tcgen05_epilogue_sm_100` and
+`tcgen05_resources_sm_100` hold this machine code to the counts above, and four planted mistakes (no `mbarriers=`, no
+`tcgen05_commit`, `use_acc` left at True, the epilogue arriving before it reads) are each rejected by one of them.
+Whether it is correct and how fast it is on a B200 is **not known here: it has never run**."""),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3", "language": "python",
-                                                               "name": "python3"},
-                                                "language_info": {"name": "python"}})
-nbf.write(nb, "lessons/18-gemm-v8-warp-specialized/lesson.ipynb")
+
+if __name__ == "__main__":
+    nb = nbf.v4.new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                                   "name": "python3"},
+                                                    "language_info": {"name": "python"}})
+    nbf.write(nb, "lessons/18-gemm-v8-warp-specialized/lesson.ipynb")

@@ -1,0 +1,266 @@
+"""The GPU support matrix (``book/support.md``): what ``check NN`` and the notebook of every lesson do on a machine
+with no GPU, and on a GPU of each class the course talks about. Generated from what each lesson declares in
+``solutions/NN-slug/checks.py`` (its compile targets, its machine-code checks and the target each one reads, its host
+model check, its GPU correctness checks and figures) and from what ``results/`` holds; never typed.
+``python -m gluon_course tables`` rewrites it (``report.update_tables`` calls ``update``); a test fails when it is stale.
+
+The rule the matrix states: machine-code checks compile for their target on any machine, so they run everywhere; a
+lesson's GPU checks and figures are written for the GPU classes among its declared targets, narrowed by its launcher:
+a solution that calls ``gluon_course.hopper.require_hopper`` refuses every GPU but a Hopper, so such a lesson's GPU
+checks are sm_90's alone, whatever other target its machine code is also read for (lesson 15 reads a Blackwell
+kernel's sm_100 code, never run).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..course import lessons, repo_root
+from . import records
+
+BEGIN = "<!-- BEGIN GENERATED SUPPORT MATRIX (python -m gluon_course tables) -->"
+END = "<!-- END GENERATED SUPPORT MATRIX -->"
+FACTS_BEGIN = "<!-- BEGIN GENERATED LESSON FACTS (python -m gluon_course tables) -->"
+FACTS_END = "<!-- END GENERATED LESSON FACTS -->"
+# The time a notebook gives itself, in its first cell: "**Time:** about 45 minutes."
+TIME = re.compile(r"\*\*Time:\*\*\s*about\s+(\d+)\s+minutes")
+
+# The GPU classes of the matrix, by the compile target that names them, with the GPUs people know them by. sm_80 is
+# not a target of the course: its column says what an Ampere GPU gets (nothing a lesson declares).
+GPU_CLASSES: dict[str, str] = {
+    "sm_80": "Ampere: A100",
+    "sm_90": "Hopper: H100, H200",
+    "sm_100": "Blackwell: B200, GB200",
+    "gfx942": "CDNA3: MI300X",
+    "gfx950": "CDNA4: MI350X, MI355X",
+}
+# The class of each GPU the course has a recording of (``results/<slug>.json``); a recording of a GPU not listed
+# here is not claimed for any column.
+RECORDING_CLASS: dict[str, str] = {"nvidia-h200": "sm_90"}
+
+
+@dataclass(frozen=True)
+class Support:
+    number: str
+    title: str
+    page: str | None                   # "lessons/02-layouts/lesson" when the page is in _toc.yml
+    part: str
+    targets: tuple[str, ...]
+    gpu_classes: tuple[str, ...]       # the declared targets whose GPUs the lesson's GPU checks are written for
+    machine_code: int                  # machine-code checks in all (they run on any machine)
+    per_target: dict                   # target -> machine-code checks that read its code; None -> host code
+    host_model: bool
+    gpu_checks: int
+    figures: int
+    recorded: dict                     # GPU class -> the recorded GPU's name, for recordings of this lesson
+
+
+def toc_parts(root: Path | None = None) -> list[tuple[str, list[str]]]:
+    """(caption, pages) of every part of ``_toc.yml``, in order. Read with two patterns, not a YAML parser: the
+    toolkit does not depend on one, and the file keeps to ``- caption:`` and ``- file:`` lines."""
+    root = root or repo_root()
+    parts: list[tuple[str, list[str]]] = []
+    for line in (root / "_toc.yml").read_text().splitlines():
+        caption = re.match(r"\s*-\s*caption:\s*(.+?)\s*$", line)
+        page = re.match(r"\s*-\s*file:\s*(\S+)\s*$", line)
+        if caption:
+            parts.append((caption.group(1).strip("\"'"), []))
+        elif page and parts:
+            parts[-1][1].append(page.group(1))
+    return parts
+
+
+def _calls(path: Path, name: str) -> bool:
+    """Whether the module at ``path`` calls a function called ``name`` (``name(...)`` or ``module.name(...)``)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == name) or (isinstance(f, ast.Attribute) and f.attr == name):
+                return True
+    return False
+
+
+def gpu_classes(the) -> tuple[str, ...]:
+    """The declared targets a lesson's GPU checks are written for: all of them, except that a solution that calls
+    ``require_hopper`` (which refuses every GPU but a Hopper, AMD's included) keeps only sm_90."""
+    targets = tuple(the.checks.targets)
+    if _calls(the.solution_path, "require_hopper"):
+        return tuple(t for t in targets if t == "sm_90")
+    return targets
+
+
+def _recorded_classes(number: str) -> dict:
+    found = {}
+    for path in sorted(records.results_dir().glob("*.json")):
+        cls = RECORDING_CLASS.get(path.stem)
+        if cls is None:
+            continue
+        data = records.load(path.stem)
+        if any(key.startswith(f"{number}/") for key in data["figures"]):
+            found[cls] = data["gpu"] or path.stem
+    return found
+
+
+def lesson_support(root: Path | None = None) -> list[Support]:
+    """One row per written lesson (a scaffolded lesson still ``planned`` is left out), in the order of the site."""
+    parts = toc_parts(root)
+    where = {page: caption for caption, pages in parts for page in pages}
+    rows = []
+    for number, the in lessons().items():
+        spec = the.checks
+        if spec.planned:
+            continue
+        page = f"lessons/{the.folder}/lesson"
+        per_target: dict = {}
+        for c in spec.machine_code:
+            per_target[c.target] = per_target.get(c.target, 0) + 1
+        rows.append(Support(number, the.title, page if page in where else None,
+                            where.get(page, "Not yet in the website's table of contents"), tuple(spec.targets),
+                            gpu_classes(the),
+                            len(spec.machine_code), per_target, any(c.key == "host_model" for c in spec.machine_code),
+                            len(spec.correctness), len(spec.figures), _recorded_classes(number)))
+    order = {caption: i for i, (caption, _) in enumerate(parts)}
+    return sorted(rows, key=lambda r: (order.get(r.part, len(order)), r.number))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _spans(numbers: list[str]) -> str:
+    """["01", "02", "03", "10"] -> "01–03, 10" (consecutive lesson numbers as one span)."""
+    spans, run = [], []
+    for n in numbers:
+        if run and int(n) != int(run[-1]) + 1:
+            spans.append(run)
+            run = []
+        run.append(n)
+    if run:
+        spans.append(run)
+    return ", ".join(s[0] if len(s) == 1 else f"{s[0]}–{s[-1]}" for s in spans)
+
+
+def _lesson_cell(row: Support) -> str:
+    name = f"{row.number} · {row.title}"
+    return f"[{name}](../{row.page}.ipynb)" if row.page else name
+
+
+def _cpu_cell(row: Support) -> str:
+    return "machine code" + (", host model" if row.host_model else "")
+
+
+def _gpu_cell(row: Support, cls: str) -> str:
+    if cls not in row.gpu_classes:
+        return "—"
+    if cls in row.recorded:
+        return "✓ " + row.recorded[cls].removeprefix("NVIDIA ").removeprefix("AMD ")
+    return "yes"
+
+
+def _code_cell(row: Support, target: str) -> str:
+    n = row.per_target.get(target, 0)
+    return str(n) if n else "—"
+
+
+def matrix_markdown(root: Path | None = None) -> str:
+    rows = lesson_support(root)
+    if not rows:
+        return "No lesson is written yet."
+    classes = list(GPU_CLASSES)
+    modelled = [r.number for r in rows if r.host_model]
+    lines = ["## What runs where", "",
+             "*CPU only*: the lesson's machine-code checks, which compile its kernels for each target it declares and "
+             "read the result, so they run on any machine"
+             + (f"; in lessons {_spans(modelled)} one of them is the host model" if modelled else "") + ". A class "
+             "column says whether a GPU of that class also runs the lesson's GPU checks and figures: **✓** and a "
+             "GPU's name, they are written for that class and the course recorded them on that GPU (`results/`); "
+             "**yes**, its GPU checks are written for that class and the course has not run them on one; **—**, they "
+             "are not written for it: a GPU of that class runs the machine-code checks as any machine does, and the "
+             "course claims nothing more there. How many checks of each kind a lesson has, and which targets' machine "
+             "code they read: the last table.", ""]
+    for caption in dict.fromkeys(r.part for r in rows):
+        lines += [f"### {caption}", "", "| lesson | CPU only | " + " | ".join(classes) + " |",
+                  "|---" * (2 + len(classes)) + "|"]
+        for row in (r for r in rows if r.part == caption):
+            lines.append(f"| {_lesson_cell(row)} | {_cpu_cell(row)} | "
+                         + " | ".join(_gpu_cell(row, c) for c in classes) + " |")
+        lines.append("")
+
+    lines += ["## In short", ""]
+    lines.append(f"* **CPU only**: {sum(r.machine_code for r in rows)} machine-code checks over "
+                 f"{_plural(len(rows), 'lesson')} (lessons {_spans([r.number for r in rows])}), the host model in lessons "
+                 f"{_spans(modelled) if modelled else 'none'}.")
+    for cls in classes:
+        declared = [r.number for r in rows if cls in r.gpu_classes]
+        if not declared:
+            lines.append(f"* **{cls}** ({GPU_CLASSES[cls]}): no lesson's GPU checks are written for it; the machine-code "
+                         "checks run there as on any machine, and the course claims nothing more.")
+            continue
+        recorded = [r.number for r in rows if cls in r.recorded]
+        lines.append(f"* **{cls}** ({GPU_CLASSES[cls]}): GPU checks and figures in lessons {_spans(declared)}"
+                     + (f"; recorded for lessons {_spans(recorded)}" if recorded else "; none run by the course yet")
+                     + ".")
+    lines.append("")
+
+    code_targets = ("sm_90", "sm_100", "gfx942", "gfx950")
+    lines += ["## How many checks, of which kind", "",
+              "A lesson's machine-code checks by the code they read (*host*: no compiled code, but the launcher, a "
+              "layout or a function of the kernel run on the CPU, the host model among them where the first table "
+              "names it), then the checks and figures that need a GPU. The machine-code checks run on any machine.", "",
+              "| lesson | " + " | ".join(code_targets) + " | host | GPU checks | figures |",
+              "|---" * (len(code_targets) + 4) + "|"]
+    for row in rows:
+        lines.append(f"| {row.number} | " + " | ".join(_code_cell(row, t) for t in code_targets)
+                     + f" | {_code_cell(row, None)} | {row.gpu_checks} | {row.figures} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def notebook_minutes(the) -> int | None:
+    """The time lesson ``the``'s notebook gives itself ("**Time:** about 45 minutes"), or None."""
+    import json
+
+    if not the.notebook_path.exists():
+        return None
+    for cell in json.loads(the.notebook_path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] == "markdown":
+            m = TIME.search("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"])
+            if m:
+                return int(m.group(1))
+    return None
+
+
+def facts_markdown(root: Path | None = None) -> str:
+    """The instructors' page's table: per lesson, the notebook's own time, the gaps a learner fills, what grades them
+    with no GPU (machine-code checks, the host model, the planted mistakes those catch) and which GPUs run the rest."""
+    from ..course import load_plants
+
+    rows = lesson_support(root)
+    lines = ["| lesson | notebook's time | gaps | checks with no GPU | plants caught with no GPU | GPU checks on |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        the = lessons()[row.number]
+        minutes = notebook_minutes(the)
+        gaps = the.solution_path.read_text(encoding="utf-8").count("### BEGIN SOLUTION")
+        plants = load_plants(row.number)
+        on_cpu = sum(not p.gpu for p in plants)
+        gpus = ", ".join(c + (f" (✓ {row.recorded[c].removeprefix('NVIDIA ')})" if c in row.recorded else "")
+                         for c in row.gpu_classes) or "—"
+        lines.append(f"| {_lesson_cell(row)} | {f'{minutes} min' if minutes else '—'} | {gaps} | {row.machine_code}"
+                     f"{', host model' if row.host_model else ''} | {on_cpu} of {len(plants)} | {gpus} |")
+    return "\n".join(lines + [""])
+
+
+def update(root: Path, write: bool) -> list[str]:
+    """Rewrite the generated parts of ``book/support.md`` and ``book/instructors.md``; return the files that changed
+    (or, with ``write=False``, that are stale)."""
+    from .report import _replace_between
+
+    changed = []
+    if _replace_between(root / "book" / "support.md", BEGIN, END, matrix_markdown(root), write):
+        changed.append("book/support.md")
+    if _replace_between(root / "book" / "instructors.md", FACTS_BEGIN, FACTS_END, facts_markdown(root), write):
+        changed.append("book/instructors.md")
+    return changed

@@ -1,0 +1,57 @@
+"""The GPU support matrix (book/support.md), the instructors' lesson facts and the home page's lesson tables: generated
+from the lessons (gluon_course/grading/support.py, report.py), never stale, and saying what the lessons declare."""
+from __future__ import annotations
+
+from gluon_course import lessons
+from gluon_course.course import repo_root
+from gluon_course.grading import report, support
+
+ROOT = repo_root()
+
+
+def test_the_generated_pages_are_up_to_date():
+    stale = support.update(ROOT, write=False)
+    if report._replace_between(ROOT / "book" / "intro.md", report.HOME_BEGIN, report.END.format("LESSONS"),
+                               report.home_markdown(), write=False):
+        stale.append("book/intro.md")
+    if report._replace_between(ROOT / "book" / "results.md", report.RESULTS_BEGIN, report.END.format("RESULTS"),
+                               report.results_markdown(), write=False):
+        stale.append("book/results.md")
+    assert not stale, f"{', '.join(stale)} out of step with the lessons and results/: run `python -m gluon_course tables`"
+
+
+def test_every_written_lesson_has_a_row():
+    rows = {r.number for r in support.lesson_support()}
+    written = {n for n, the in lessons().items() if not the.planned}
+    assert rows == written, f"the matrix has rows {sorted(rows)}, the written lessons are {sorted(written)}"
+
+
+def test_gpu_classes_follow_the_declared_targets_and_the_launcher():
+    for row in support.lesson_support():
+        assert set(row.gpu_classes) <= set(row.targets), f"lesson {row.number}: GPU checks for an undeclared target"
+        the = lessons()[row.number]
+        if support._calls(the.solution_path, "require_hopper"):
+            assert row.gpu_classes in ((), ("sm_90",)), f"lesson {row.number} refuses all but Hopper: {row.gpu_classes}"
+        cells = {cls: support._gpu_cell(row, cls) for cls in support.GPU_CLASSES}
+        assert cells["sm_80"] == "—", "no lesson declares sm_80"
+        for cls, cell in cells.items():
+            assert (cell == "—") == (cls not in row.gpu_classes), f"lesson {row.number}, {cls}: {cell!r}"
+            assert cell.startswith("✓") == (cls in row.recorded), f"lesson {row.number}, {cls}: {cell!r}"
+
+
+def test_a_recording_is_claimed_only_for_its_gpu_class():
+    for row in support.lesson_support():
+        for cls, gpu in row.recorded.items():
+            assert cls in support.RECORDING_CLASS.values() and gpu, (row.number, cls, gpu)
+
+
+def test_the_notebook_times_are_read():
+    for number, the in lessons().items():
+        if the.notebook_path.exists() and not the.planned:
+            minutes = support.notebook_minutes(the)
+            assert minutes and 10 <= minutes <= 180, f"lesson {number}: notebook time {minutes!r}"
+
+
+def test_spans():
+    assert support._spans(["01", "02", "03", "10", "12", "13"]) == "01–03, 10, 12–13"
+    assert support._spans([]) == ""
