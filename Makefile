@@ -100,12 +100,19 @@ book: venv
 	@echo "The website is in _build/html: open _build/html/index.html"
 
 # ---------------------------------------------------------------------------------------------------
-# Tests: both parts always run; the target fails if either failed.
+# Tests: both parts always run, side by side (each is mostly one compiling process: on a machine with two or more
+# cores this halves the wait), each into its own log, printed when both are done; the target fails if either failed.
+TEST_LOGS := _build/test-logs
 test: venv
-	@status=0; \
-	$(MAKE) --no-print-directory test-tests || status=1; \
-	echo; \
-	$(MAKE) --no-print-directory test-notebooks || status=1; \
+	@mkdir -p $(TEST_LOGS); \
+	( $(MAKE) --no-print-directory test-tests > $(TEST_LOGS)/tests.log 2>&1; echo $$? > $(TEST_LOGS)/tests.rc ) & \
+	( $(MAKE) --no-print-directory test-notebooks > $(TEST_LOGS)/notebooks.log 2>&1; echo $$? > $(TEST_LOGS)/notebooks.rc ) & \
+	wait; \
+	echo "==> tests/ (pytest)"; cat $(TEST_LOGS)/tests.log; echo; \
+	echo "==> lesson notebooks (nbval)"; cat $(TEST_LOGS)/notebooks.log; echo; \
+	status=0; \
+	[ "$$(cat $(TEST_LOGS)/tests.rc)" = 0 ] || status=1; \
+	[ "$$(cat $(TEST_LOGS)/notebooks.rc)" = 0 ] || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; else echo "make test: all passed"; fi; \
 	exit $$status
 
