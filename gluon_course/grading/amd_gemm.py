@@ -571,3 +571,57 @@ def mix_table(rows: dict[str, dict]) -> list[list]:
     names = [name for name, _ in amdgcn.MIX if any(r[name] for r in rows.values())]
     return [[name] + [r[name] for r in rows.values()] for name in names] + \
         [["total"] + [sum(r.values()) for r in rows.values()]]
+
+
+# -- the host model (no GPU) ------------------------------------------------------------------------------------
+
+# Problems for the host model: M and N past every tile edge, several tiles of C, and K from one tile to many (with
+# a tail, so that copies past K are masked off). K is a multiple of 16 for the direct-to-LDS kernels (their
+# launchers refuse others); the kernels that take any K (20, 21) also get K that is not.
+MODEL_SHAPES = ((300, 264, 208), (17, 33, 16), (257, 129, 144), (64, 64, 1040))
+ANY_K_MODEL_SHAPES = MODEL_SHAPES + ((65, 33, 37), (1, 1, 1))
+HOST_MODEL_TITLE = ("in the host model (no GPU): C exact on odd shapes, each element written once, no LDS read before "
+                    "the wait that covers its copy, no copy left in flight, every access inside A, B and C")
+
+
+def model_launch(mod, constexprs: dict, num_warps: int = NUM_WARPS, grid=None):
+    """The launch of an AMD lesson's kernel in the host model: ``matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, K, K, N,
+    **constexprs)`` over one program per tile of C (``grid(M, N)`` otherwise), A row-major, B K-contiguous (N×K in
+    memory, stride_bn = K), C row-major."""
+    from ..model.run import run as run_kernel
+    from ..model.shims import Pointer
+
+    def launch(a_buf, b_buf, c_buf, M, N, K):
+        programs = grid(M, N) if grid else -(-M // constexprs["BLOCK_M"]) * -(-N // constexprs["BLOCK_N"])
+        run_kernel(mod.matmul_kernel, programs, Pointer(a_buf), Pointer(b_buf), Pointer(c_buf), M, N, K, K, K, N,
+                   num_warps=num_warps, **constexprs)
+    return launch
+
+
+def model_check(mod, shapes=None, dtype: str = "bf16", target: str = "gfx950", extra: dict | None = None,
+                compile_=None, any_k: bool = False):
+    """Run the module's kernel in the host model at the course's tile: None when C is exact and the protocol holds, a
+    sentence otherwise, Passed(note) when the model does not know an operation the kernel uses."""
+    from ..machine.compile import CompileFailed
+    from ..model import ModelUnsupported
+    from ..model import gemm as model_gemm
+
+    try:
+        (compile_ or compiled)(mod, target, dtype)
+    except CompileFailed:
+        return f"not run: the kernel does not compile for {target} (see above); the model runs compiling kernels"
+    constexprs = {**TILE, **mod.kernel_layouts(target), **(extra or {})}
+    chosen = shapes or (ANY_K_MODEL_SHAPES if any_k else MODEL_SHAPES)
+    try:
+        return model_gemm.check(model_launch(mod, constexprs), chosen, dtype, b_layout="col",
+                                tile=(TILE["BLOCK_M"], TILE["BLOCK_N"]))
+    except ModelUnsupported as e:
+        return Passed(f"not run in the host model: it does not model {e} (nothing concluded)")
+
+
+def host_model_check(key: str = "host_model", target: str = "gfx950", shapes=None, extra: dict | None = None,
+                     compile_=None, any_k: bool = False) -> Check:
+    """The host model as a check (lessons 20 on): the kernel's own Python body run with numpy on small problems
+    (``any_k``: K need not be a multiple of 16, for the kernels that take any K)."""
+    return Check(key, HOST_MODEL_TITLE, lambda mod: model_check(mod, shapes, target=target, extra=extra,
+                                                                 compile_=compile_, any_k=any_k), target=target)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import types
 
-from . import shims
+from . import amd, shims
 from .runtime import ModelUnsupported, Partition, Program, run_partitions
 
 
@@ -54,8 +54,9 @@ def _namespaces() -> dict:
     hop = _Namespace(hopper, "hopper", wgmma, {"mbarrier": mb, "tma": tma_ns})
     amp_mb = _Namespace(ampere_mbarrier, "mbarrier", barrier_ops)
     amp = _Namespace(ampere, "ampere", {"mma_v2": shims._mma_v2}, {"async_copy": cp, "mbarrier": amp_mb})
-    gl_ns = _Namespace(gl, "gl", shims.GL)
-    table = {id(gl): gl_ns, id(mbarrier): mb, id(ampere_mbarrier): amp_mb, id(tma): tma_ns, id(async_copy): cp,
+    amd_table, amd_ns = amd.namespaces(_Namespace)           # AMD's operations (model/amd.py)
+    gl_ns = _Namespace(gl, "gl", shims.GL, {"amd": amd_ns})
+    table = {**amd_table, id(gl): gl_ns, id(mbarrier): mb, id(ampere_mbarrier): amp_mb, id(tma): tma_ns, id(async_copy): cp,
              id(hopper): hop, id(ampere): amp, id(ampere.mma_v2): shims._mma_v2}
     for name, fn in wgmma.items():
         table[id(getattr(hopper, name))] = fn
