@@ -233,6 +233,82 @@ def copy_wait_check(key: str, target: str, vmcnt: int, why: str, compile_=None) 
                  run, target=target)
 
 
+def order_check(key: str, target: str, order: list[str], why: str, compile_=None) -> Check:
+    """The first instruction of each of ``order`` (MIX categories, or ``"vmcnt(n)"``: a wait that lets n memory
+    operations stay in flight) comes in the K loop in this order (``amdgcn.first_order``), for fp16 and bf16."""
+    compile_ = compile_ or compiled
+    title = f"{target}: the K loop's first " + " → first ".join(order) + " (fp16 and bf16)"
+
+    def run(mod):
+        for dtype in DTYPES:
+            found = amdgcn.first_order(compile_(mod, target, dtype), order)
+            if found != list(order):
+                missing = [n for n in order if n not in found]
+                said = (f"has no {' and no '.join(missing)}" if missing else "issues them in the order " +
+                        " → ".join(found))
+                return f"{dtype}: the K loop {said}; expected " + " → ".join(order) + f" ({why})"
+        return None
+    return Check(key, title, run, target=target)
+
+
+def longest_burst(gaps: list[int]) -> int:
+    """The most copies issued one after the other with no MFMA between them, from ``amdgcn.mfmas_between``'s gaps
+    (a cycle: the last gap runs round to the first copy of the next trip)."""
+    if not gaps:
+        return 0
+    if not any(gaps):
+        return len(gaps)
+    start = gaps.index(next(g for g in gaps if g))
+    rolled = gaps[start + 1:] + gaps[:start + 1]
+    best = run = 0
+    for g in rolled:
+        run = run + 1 if g == 0 else 0
+        best = max(best, run)
+    return best + 1
+
+
+def region_check(key: str, target: str, copies: list[int], burst: int, why: str, compile_=None) -> Check:
+    """Cut at its barriers, the K loop's regions issue ``copies`` direct-to-LDS copies each (in loop order, up to
+    where the cycle starts), and no more than ``burst`` copies ever come one after the other without an MFMA."""
+    compile_ = compile_ or compiled
+    title = (f"{target}: the K loop's {len(copies)} regions (between barriers) issue {'/'.join(map(str, copies))} "
+             f"copies into LDS, at most {burst} in a row without an MFMA (fp16 and bf16)")
+
+    def run(mod):
+        for dtype in DTYPES:
+            k = compile_(mod, target, dtype)
+            found = [r["buffer load → LDS"] for r in amdgcn.regions(k)]
+            rotations = [found[i:] + found[:i] for i in range(len(found))] or [found]
+            if list(copies) not in rotations:
+                return f"{dtype}: the loop's regions copy {found}; expected {list(copies)} ({why})"
+            longest = longest_burst(amdgcn.mfmas_between(k))
+            if longest > burst:
+                return (f"{dtype}: {longest} copies come one after the other without an MFMA between them; expected "
+                        f"at most {burst} ({why})")
+        return None
+    return Check(key, title, run, target=target)
+
+
+def accumulator_check(key: str, target: str, agprs: int, moves_in_loop: int, why: str, compile_=None) -> Check:
+    """The accumulators sit in ``agprs`` AGPRs and the K loop moves nothing between the register files
+    (``moves_in_loop`` v_accvgpr_* instructions, 0 for ``cd_regclass="a"``), fp16 and bf16."""
+    compile_ = compile_ or compiled
+    title = (f"{target}: {agprs} AGPRs, {moves_in_loop} v_accvgpr_* moves in the K loop (fp16 and bf16)")
+
+    def run(mod):
+        for dtype in DTYPES:
+            k = compile_(mod, target, dtype)
+            moves = amdgcn.instruction_mix(k)["AGPR move"]
+            b = amdgcn.budget(k, NUM_WARPS)
+            if moves != moves_in_loop:
+                return (f"{dtype}: the K loop moves registers between the files {moves} times (v_accvgpr_read/write/"
+                        f"mov); expected {moves_in_loop} ({why})")
+            if b.agprs != agprs:
+                return f"{dtype}: {b.agprs} AGPRs; expected {agprs} ({why})"
+        return None
+    return Check(key, title, run, target=target)
+
+
 def config_check(key: str = "config_fits", target: str = "gfx950") -> Check:
     """The module's own CONFIG (what its launcher runs), compiled for ``target``, launches there: LDS within what a
     workgroup may allocate (160 KiB on gfx950), registers within the 512 of a lane, nothing spilled
@@ -243,8 +319,10 @@ def config_check(key: str = "config_fits", target: str = "gfx950") -> Check:
         cfg = dict(mod.CONFIG)
         tile = {name: cfg[name] for name in TILE}
         layouts = mod.kernel_layouts(target, **tile, num_warps=cfg.get("num_warps", NUM_WARPS))
+        # The CONFIG's other keys (GROUP_M, NUM_XCDS) are constexprs of the kernel, as the launcher passes them.
+        extra = {name: v for name, v in cfg.items() if name not in TILE and name != "num_warps"}
         sig = signature("bf16")
-        k = compile_cached(mod.matmul_kernel, target, signature=sig, constexprs={**tile, **layouts},
+        k = compile_cached(mod.matmul_kernel, target, signature=sig, constexprs={**tile, **layouts, **extra},
                            aligned=tuple(sig), num_warps=cfg.get("num_warps", NUM_WARPS))
         problem = fits(k, cfg.get("num_warps", NUM_WARPS), cfg)
         if problem:
@@ -357,7 +435,31 @@ VENDOR_SOURCE = ("the vendor's measurement, not ours: AMD's gfx950 Gluon tutoria
                  "4096×4096×8192, rocprofv3, base configuration); the tutorial runs its own ROCm Triton tag, not "
                  "Triton 3.9.0")
 # (TFLOPS, MFMA efficiency from the vendor's thread traces) per version, base configuration.
-VENDOR = {0: (541, 0.2547), 1: (546, 0.2642), 2: (672, 0.3281), 3: (770, 0.4135), 4: (1123, 0.5771)}
+VENDOR = {0: (541, 0.2547), 1: (546, 0.2642), 2: (672, 0.3281), 3: (770, 0.4135), 4: (1123, 0.5771),
+          5: (1128, 0.5835), 6: (1055, 0.5640), 7: (1233, 0.6499), 8: (1257, 0.6903), 9: (1290, 0.6919)}
+# The vendor's configurations beyond the base kernel (same chart), each needing tools of theirs that Triton 3.9.0
+# does not ship: (configuration, TFLOPS, MFMA efficiency).
+VENDOR_VARIANTS = {
+    5: (("llir", 1228, 0.7991),),
+    6: (("llir", 1167, 0.8658),),
+    7: (("llir", 1329, 0.8491), ("llir+force-agpr", 1395, 0.9729), ("llir+force-agpr+amdgcnas", 1384, 0.9828)),
+    8: (("llir", 1360, 0.8865), ("llir+force-agpr", 1408, 0.9779), ("llir+force-agpr+amdgcnas", 1391, 0.9852)),
+    9: (("llir", 1380, 0.8844), ("llir+force-agpr", 1423, 0.9753), ("llir+force-agpr+amdgcnas", 1421, 0.9866)),
+}
+VENDOR_TOOLS = {
+    "llir": ("their LLVM IR scheduler, an out-of-tree LLVM pass plugin built from their repository and loaded "
+             "through LLVM_PASS_PLUGIN_PATH: Triton 3.9.0 can load a pass plugin, but ships none and builds none"),
+    "force-agpr": ("their Triton's TRITON_FORCE_MFMA_AGPR switch (LLVM told to keep every MFMA accumulator in "
+                   "AGPRs: amdgpu-agpr-alloc=256 with amdgpu-mfma-vgpr-form=0); Triton 3.9.0 has no such switch, "
+                   "its own way is cd_regclass='a' on each mfma (lessons 27-29 use it)"),
+    "amdgcnas": ("their assembly post-processor (TRITON_ENABLE_AMDGCN_AS, on their gfx950-tutorial branch of "
+                 "Triton), which Triton 3.9.0 does not have"),
+}
+
+
+def vendor_variant_source(config: str) -> str:
+    """What a vendor configuration needs, in words: ``"llir+force-agpr"`` names both tools."""
+    return "; ".join(f"{tool}: {VENDOR_TOOLS[tool]}" for tool in config.split("+"))
 # The vendor's best fp16 kernel at this shape (their blog, 'From Naive to Near-Peak', 2026-04-28): 1619 TFLOPS.
 VENDOR_BEST = 1619
 VENDOR_BEST_SOURCE = ("the vendor's best fp16 kernel at 4096×4096×8192, 1619 TFLOPS on an MI355 (ROCm blog 'From "
@@ -397,6 +499,8 @@ def vendor_references(version: int) -> tuple[Reference, ...]:
                       f"the vendor's v{version} TFLOPS over clock × matrix cores × FMAs ({peak.source})"),
             Reference(efficiency, "MFMA efficiency", f"v{version}: busy share of the MFMA pipe in the vendor's "
                       "thread traces (their trace tool; not a share of the peak)"),
+            *(Reference(tf, "TFLOPS", f"v{version} with {config}, {VENDOR_SOURCE}; needs {vendor_variant_source(config)}")
+              for config, tf, _ in VENDOR_VARIANTS.get(version, ())),
             Reference(VENDOR_BEST, "TFLOPS", VENDOR_BEST_SOURCE))
 
 
@@ -625,3 +729,77 @@ def host_model_check(key: str = "host_model", target: str = "gfx950", shapes=Non
     (``any_k``: K need not be a multiple of 16, for the kernels that take any K)."""
     return Check(key, HOST_MODEL_TITLE, lambda mod: model_check(mod, shapes, target=target, extra=extra,
                                                                  compile_=compile_, any_k=any_k), target=target)
+
+
+def prologue_facts(k) -> tuple[int, int | None]:
+    """(copies into LDS before the K loop, the vmcnt the prologue waits for before its first LDS read)."""
+    instructions = amdgcn.before_loop(k)
+    copies = sum(1 for i in instructions if amdgcn.category(i) == "buffer load → LDS")
+    reads = [n for n, i in enumerate(instructions) if i.opcode.startswith("ds_read")]
+    end = reads[0] if reads else len(instructions)
+    counts = [amdgcn.wait_counts(i)["vmcnt"] for i in instructions[:end]
+              if i.opcode == "s_waitcnt" and amdgcn.wait_counts(i).get("vmcnt", 63) < 63]
+    return copies, (min(counts) if counts else None)
+
+
+def prologue_check(key: str, target: str, copies: int, vmcnt: int, why: str, compile_=None) -> Check:
+    """Before the K loop the kernel starts ``copies`` copies into LDS and, before its first LDS read, waits until at
+    most ``vmcnt`` of them are in flight (the first tile's pieces have landed, the rest stay in flight)."""
+    compile_ = compile_ or compiled
+    title = f"{target}: the prologue starts {copies} copies into LDS and reads LDS after vmcnt({vmcnt}) (fp16 and bf16)"
+
+    def run(mod):
+        for dtype in DTYPES:
+            found = prologue_facts(compile_(mod, target, dtype))
+            if found != (copies, vmcnt):
+                said = "no wait" if found[1] is None else f"vmcnt({found[1]})"
+                return (f"{dtype}: the prologue starts {found[0]} copies into LDS and reads LDS after {said}; expected "
+                        f"{copies} copies and vmcnt({vmcnt}) ({why})")
+        return None
+    return Check(key, title, run, target=target)
+
+
+def loop_waits_check(key: str, target: str, vmcnts: list[int], why: str, compile_=None) -> Check:
+    """The K loop's waits on memory, in order, are exactly ``s_waitcnt vmcnt(n)`` for n in ``vmcnts``."""
+    compile_ = compile_ or compiled
+    shown = ", ".join(f"vmcnt({n})" for n in vmcnts)
+    title = f"{target}: the K loop waits on its copies with {shown} (fp16 and bf16)"
+
+    def run(mod):
+        for dtype in DTYPES:
+            found = amdgcn.loop_vmcnts(compile_(mod, target, dtype))
+            if found != list(vmcnts):
+                said = ", ".join(f"vmcnt({n})" for n in found) or "no wait on memory"
+                return f"{dtype}: the K loop waits with {said}; expected {shown} ({why})"
+        return None
+    return Check(key, title, run, target=target)
+
+
+def xcd_order_check(key: str, order, shapes, strips: dict, why: str) -> Check:
+    """On the host (``model.xcd``): ``order(mod)`` (a function of workgroup id, num_pid_m, num_pid_n giving a tile's
+    row and column) sends the workgroups of every grid in ``shapes`` to each tile exactly once, and on each grid of
+    ``strips`` no XCD reads more than the given number of strips of A and B in a wave."""
+    from ..model import xcd
+    from ..model.orders import visits_each_once
+
+    listed = ", ".join(f"{m}×{n}" for m, n in shapes)
+    title = (f"on the host, workgroups dispatched round robin to {xcd.XCDS} XCDs: every tile of C computed exactly once "
+             f"({listed} tiles), and on " + ", ".join(f"{m}×{n} tiles at most {s}" for (m, n), s in strips.items()) +
+             " strips of A and B per XCD")
+
+    def run(mod):
+        fn = order(mod)
+        for m, n in shapes:
+            problem = visits_each_once(fn, m, n)
+            if problem:
+                return f"{problem}: each workgroup id must get its own tile"
+        notes = []
+        for (m, n), want in strips.items():
+            rows, cols = xcd.workgroup_tiles(fn, m, n)
+            got = xcd.most_strips(rows, cols)
+            if got > want:
+                return (f"on a {m} × {n} grid of tiles one XCD reads {got} strips of A and B in one wave; expected at "
+                        f"most {want} ({why})")
+            notes.append(f"{m}×{n}: {got} strips per XCD")
+        return Passed("; ".join(notes))
+    return Check(key, title, run)

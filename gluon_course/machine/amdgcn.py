@@ -328,3 +328,22 @@ def mfmas_between(compiled, kind: str = "buffer load → LDS") -> list[int]:
     gaps = [sum(mfma[a + 1:b]) for a, b in zip(at, at[1:])]
     gaps.append(sum(mfma[at[-1] + 1:]) + sum(mfma[:at[0]]))
     return gaps
+
+
+def before_loop(compiled, holding: str = "v_mfma") -> list[Instruction]:
+    """The instructions of the blocks before the K loop's first block (the prologue, in listing order)."""
+    loop = main_loop(compiled, holding)
+    first = loop.blocks[0].name
+    out: list[Instruction] = []
+    for b in blocks(compiled.amdgcn):
+        if b.name == first:
+            break
+        out.extend(b.instructions)
+    return out
+
+
+def loop_vmcnts(compiled) -> list[int]:
+    """The memory counts the K loop waits for, in loop order (``s_waitcnt vmcnt(n)``; 63, the counter's maximum,
+    which waits for nothing, left out)."""
+    return [wait_counts(i)["vmcnt"] for i in main_loop(compiled).instructions
+            if i.opcode == "s_waitcnt" and wait_counts(i).get("vmcnt", 63) < 63]

@@ -1,11 +1,11 @@
-"""Lesson 25 · AMD GEMM v5: local prefetch.
+"""Lesson 26 · AMD GEMM v6: unroll ×2.
 
-Version 4 overlaps the copies of tile i + 1 with the work on tile i, but inside a step the MFMAs still wait for that
-step's own LDS reads: read tile i, then multiply it. Version 5 reads one tile ahead into registers as well. The
-operands of tile i are already in registers when step i begins; its MFMAs start at once, and while they run the
-step reads tile i + 1 from LDS into a second set of registers and copies tile i + 2 from global memory into the LDS
-buffer tile i came from. Three tiles are in flight at every step: one in the MFMAs, one on its way from LDS to
-registers, one on its way from global memory to LDS. The price is the second set of operand registers.
+Version 5 reads tile i + 1 into the same variables (a, b) that tile i's MFMAs read: in the vendor's kernel, whose
+scheduler interleaves those reads with the MFMAs, the reads must land in other registers, and every step ends with
+a block of register copies. Version 6 unrolls the K loop by two and alternates two sets of operand registers: step i
+multiplies (a, b) while it reads tile i + 1 into (a_odd, b_odd); step i + 1 multiplies those while it reads tile
+i + 2 into (a, b). No copy is needed, by construction; but both sets are live at once, next to a 256-register
+accumulator, and the kernel walks into the wall of 512 registers per lane.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -14,9 +14,8 @@ from triton.experimental.gluon.language.amd.cdna4 import async_copy
 
 from gluon_course.amd import launch_gemm, padded_gemm_layouts
 
-# The vendor's tile: 256 × 256 × 64, 4 waves (2 along M × 2 along N, each a 128 × 128 piece of C).
+# Version 5's tile and stages.
 CONFIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4}
-# gfx950 only: 16-byte copies into LDS, and two padded stages (132 KiB) that gfx942's 64 KiB of LDS would not hold.
 TARGETS = ("gfx950",)
 
 
@@ -58,12 +57,11 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
         async_copy.commit_group()
         a_offsets += BLOCK_K
         b_offsets += BLOCK_K
-    ### BEGIN SOLUTION: wait for tile 0 only (tile 1's group stays in flight), then read tile 0 into registers
+    # Tile 0 into registers once its group has landed (lesson 25's prologue).
     async_copy.wait_group(1)
     gl.barrier()
     a = a_smem.index(0).load(a_layout)
     b = b_smem.index(0).load(b_layout)
-    ### END SOLUTION
 
     acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
     # Tiles come in pairs: an odd count is rounded up with one tile past K, which is masked off (zeros).

@@ -58,6 +58,14 @@ def grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
 
 
 @gluon.jit
+def tile_of(pid, num_pid_m, num_pid_n, GROUP_M: gl.constexpr, NUM_XCDS: gl.constexpr):
+    """(row, column) of the tile of C that workgroup ``pid`` computes: a contiguous run of tile numbers per XCD,
+    laid out in grouped order."""
+    tile = xcd_tile(pid, num_pid_m * num_pid_n, NUM_XCDS)
+    return grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+
+
+@gluon.jit
 def copy_piece(dst, ptr, offsets, mask):
     """One commit group: one piece (a half of A's tile or of B's) straight into LDS, masked-off elements as zeros."""
     async_copy.buffer_load_to_shared(dst, ptr, offsets, mask=mask)
@@ -81,8 +89,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
     # Which tile of C: the workgroup's XCD and place there give a tile number, grouped order gives its row and column.
     num_pid_m = gl.cdiv(M, BLOCK_M)
     num_pid_n = gl.cdiv(N, BLOCK_N)
-    tile = xcd_tile(gl.program_id(0), num_pid_m * num_pid_n, NUM_XCDS)
-    pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+    pid_m, pid_n = tile_of(gl.program_id(0), num_pid_m, num_pid_n, GROUP_M, NUM_XCDS)
 
     # The four pieces: A's top and bottom halves (HALF_M rows each), B's left and right halves (HALF_N columns).
     offs_at = pid_m * BLOCK_M + gl.arange(0, HALF_M, layout=gl.SliceLayout(1, a_copy))
