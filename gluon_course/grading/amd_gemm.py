@@ -499,7 +499,9 @@ def vendor_references(version: int) -> tuple[Reference, ...]:
                       f"the vendor's v{version} TFLOPS over clock × matrix cores × FMAs ({peak.source})"),
             Reference(efficiency, "MFMA efficiency", f"v{version}: busy share of the MFMA pipe in the vendor's "
                       "thread traces (their trace tool; not a share of the peak)"),
-            *(Reference(tf, "TFLOPS", f"v{version} with {config}, {VENDOR_SOURCE}; needs {vendor_variant_source(config)}")
+            *(Reference(tf, "TFLOPS", f"v{version} with their configuration '{config}', "
+                        f"{VENDOR_SOURCE.replace(', base configuration', '')}; it needs "
+                        f"{vendor_variant_source(config)}")
               for config, tf, _ in VENDOR_VARIANTS.get(version, ())),
             Reference(VENDOR_BEST, "TFLOPS", VENDOR_BEST_SOURCE))
 
@@ -803,3 +805,41 @@ def xcd_order_check(key: str, order, shapes, strips: dict, why: str) -> Check:
             notes.append(f"{m}×{n}: {got} strips per XCD")
         return Passed("; ".join(notes))
     return Check(key, title, run)
+
+
+# -- variants of a solution, for notebooks and tests -----------------------------------------------------------
+
+def solution_variant(number: str, old: str, new: str, tag: str = "variant"):
+    """Lesson ``number``'s solution with ``old`` (which must occur) replaced by ``new`` everywhere, loaded as a module
+    from a temporary file: what a notebook compiles to show what one change does."""
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    from ..course import lesson, load_module_file
+
+    text = lesson(number).solution_path.read_text()
+    if old not in text:
+        raise ValueError(f"lesson {number}'s solution has no {old[:60]!r}")
+    digest = hashlib.sha1((old + "\0" + new).encode()).hexdigest()[:10]
+    path = Path(tempfile.gettempdir()) / f"gluon_course_{number}_{tag}_{digest}.py"
+    path.write_text(text.replace(old, new))
+    return load_module_file(path, f"gluon_course_{number}_{tag}_{digest}")
+
+
+def planted(number: str, rejected_by: str, index: int = 0):
+    """The module of lesson ``number``'s plant (the ``index``-th of those) rejected by check ``rejected_by``."""
+    from ..course import lesson, load_module_file, load_plants
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    plants = [p for p in load_plants(number) if p.rejected_by == rejected_by]
+    if not plants:
+        raise KeyError(f"lesson {number} has no plant rejected by {rejected_by!r}")
+    plant = plants[index]
+    text = lesson(number).solution_path.read_text()
+    digest = hashlib.sha1(plant.mistake.encode()).hexdigest()[:10]
+    path = Path(tempfile.gettempdir()) / f"gluon_course_{number}_plant_{digest}.py"
+    path.write_text(text.replace(plant.old, plant.new))
+    return load_module_file(path, f"gluon_course_{number}_plant_{digest}")

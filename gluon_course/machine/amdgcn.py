@@ -347,3 +347,15 @@ def loop_vmcnts(compiled) -> list[int]:
     which waits for nothing, left out)."""
     return [wait_counts(i)["vmcnt"] for i in main_loop(compiled).instructions
             if i.opcode == "s_waitcnt" and wait_counts(i).get("vmcnt", 63) < 63]
+
+
+def mfma_register_files(compiled) -> Counter:
+    """Which register file each operand of the K loop's MFMAs lives in: a Counter of (D, A, B, C) tuples of ``"v"``
+    (ordinary VGPRs) and ``"a"`` (AGPRs), e.g. ``{("v", "a", "a", "v"): 128}``: accumulators in VGPRs, operands in
+    AGPRs."""
+    files = Counter()
+    for ins in main_loop(compiled).instructions:
+        if ins.opcode.startswith("v_mfma"):
+            operands = [op.strip() for op in ins.text.split(None, 1)[1].split(",")][:4]
+            files[tuple(op[0] for op in operands)] += 1
+    return files

@@ -11,11 +11,11 @@ PLANTS = [
           "        async_copy.wait_group(0)\n        gl.barrier()\n        async_copy.buffer_load_to_shared(a_smem",
           "        async_copy.wait_group(1)\n        gl.barrier()\n        async_copy.buffer_load_to_shared(a_smem",
           rejected_by="host_model"),
-    Plant("the step reads tile i + 1 before it multiplies tile i, as version 4 did: correct, but the MFMAs wait for "
-          "the reads again",
+    Plant("the step multiplies tile i read from LDS again, as version 4 did, instead of the registers read the step "
+          "before: correct, but the MFMAs wait for the reads once more",
           "        acc = cdna3.mfma(a, b, acc)\n        # Tile i + 1's group",
-          "        a_next = a_smem.index((i + 1) % 2).load(a_layout)\n        acc = cdna3.mfma(a, b, acc)\n"
-          "        a = a_next\n        # Tile i + 1's group",
+          "        acc = cdna3.mfma(a_smem.index(i % 2).load(a_layout), b_smem.index(i % 2).load(b_layout), acc)\n"
+          "        # Tile i + 1's group",
           rejected_by="mfma_first"),
     Plant("the prologue waits for both tiles (wait_group(0)): correct, but tile 1's copies are waited for before the "
           "loop starts",
