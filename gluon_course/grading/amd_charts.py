@@ -99,5 +99,5 @@ def xcd_map(orders: dict, num_pid_m: int, num_pid_n: int, title: str, xcds: int 
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
     return fig

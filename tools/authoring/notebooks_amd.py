@@ -425,6 +425,262 @@ md("""## Summary
 * The vendor's version 7: 1233 TFLOPS base; 1384-1395 with tools Triton 3.9.0 does not have."""),
 ]
 
+# -- 28 ----------------------------------------------------------------------------------------------------------
+NOTEBOOKS["28"] = [
+md("""# 28 · AMD GEMM v8: slice M and N
+
+**What you build:** version 8 of the AMD GEMM, whose tile of C is four quadrants, each multiplied in a region of its
+own. **What you learn:** an order of reads and copies in which every piece is read one region before its first use
+and refilled only after its last; the wait count that order implies; how to read a loop's *issue pattern* (copies
+per region, the longest run of copies, the MFMAs between them). **Time:** about 50 minutes.
+
+Version 7 copies 12 vectors per wave in one region and 4 in the next. Version 8 cuts A in two as well, so a step
+copies four pieces of equal size, one per region."""),
+code(SETUP + """from gluon_course.memory.layouts import register_budget
+
+checks = load_checks("28")
+solution = load_solution("28")
+v7 = load_solution("27")
+compiled = checks.compiled
+lab = AmdLab("28")"""),
+md("""## 1. Four quadrants, four regions
+
+A's tile becomes a top and a bottom half (128 rows each), B's a left and a right half; C's tile four 128 × 128
+quadrants with an accumulator each. Every region multiplies one quadrant, reads the piece the *next* region needs,
+and starts the copy of one piece of the tile two steps ahead:
+
+| region | MFMAs | reads from LDS | copies start (one group) |
+|---|---|---|---|
+| 0 | top-left += A_top · B_left | A_bottom | B_left |
+| 1 | bottom-left += A_bottom · B_left | B_right | A_top |
+| 2 | top-right += A_top · B_right | B_left of the next tile | A_bottom |
+| 3 | bottom-right += A_bottom · B_right | A_top of the next tile | B_right |
+
+Follow one piece: A_top is read in region 3 and used in regions 0 and 2 of the next step; its buffer is refilled in
+region 1, after the read that emptied it. B_left is read in region 2, used in regions 0 and 1, its buffer refilled
+in region 0, when its values are already in registers. Every piece is read one region before its first use, so
+the reads of a region never wait for the MFMAs of the same region.
+
+**The wait count.** The copies go in the order B_left, A_top, A_bottom, B_right, one group each, two steps ahead.
+When region 0 of step t waits for A_bottom of tile t, the groups issued after it are B_right of tile t and the four
+of tile t + 1: five may stay in flight, `wait_group(5)`. The same count holds in every region (the copy the
+previous region issued takes the place of the group that landed). The prologue issues eight groups and waits for
+the first two: `wait_group(6)`.
+
+Registers per lane, from the layouts:"""),
+code("""lay = solution.kernel_layouts()
+acc = register_budget(lay["acc_layout"], [128, 128], 32).registers_per_thread
+half_a = register_budget(lay["a_layout"], [128, 64], 16).registers_per_thread
+half_b = register_budget(lay["b_layout"], [64, 128], 16).registers_per_thread
+table([["four accumulators, 128 × 128 fp32 each", 4 * acc], ["a half of A, this one and the next", 2 * half_a],
+       ["a half of B, this one and the next", 2 * half_b], ["total", 4 * acc + 2 * half_a + 2 * half_b]],
+      ["what", "registers per lane"])"""),
+md("""## 2. Exercise: the four regions
+
+One gap: the four regions of a step, `cd_regclass="a"` on each MFMA. `copy_piece` (one commit group), the prologue
+and the last two tiles are given:"""),
+code("""starter = load_starter("28")
+show_source(starter.copy_piece)
+show_source(starter.matmul_kernel)"""),
+code("""passed = check("28")"""),
+md("""```{admonition} Hint 1: one region
+:class: dropdown
+Region 0: `acc_tl = cdna3.mfma(at, bl, acc_tl, cd_regclass="a")`; `async_copy.wait_group(5)`; `gl.barrier()`;
+`ab = ab_smem.index(s).load(a_layout)`; `copy_piece(bl_smem.index(s), b_ptr, bl_offsets, b_in & bl_cols)`.
+```
+
+```{admonition} Hint 2: the other three
+:class: dropdown
+Region 1 multiplies `ab, bl` into `acc_bl`, reads `br` from buffer `s`, copies A_top (`at_rows & a_in`). Region 2
+multiplies `at, br` into `acc_tr`, reads the next `bl` from buffer `1 - s`, copies A_bottom. Region 3 multiplies
+`ab, br` into `acc_br`, reads the next `at` from buffer `1 - s`, copies B_right. Every wait is `wait_group(5)`.
+```
+
+### Solution"""),
+answer("""show_source(solution.matmul_kernel)"""),
+md("""## 3. What changed from version 7"""),
+code("""show_diff(v7.matmul_kernel, solution.matmul_kernel)"""),
+md("""## 4. The issue pattern
+
+Cut at its barriers, version 7's loop has four regions and version 8's eight (two steps per trip). How many copies
+each region issues, the longest run of copies with no MFMA between them, and the MFMAs between one copy and the
+next, in loop order:"""),
+code("""k7, k8 = compiled(v7, "gfx950", "fp16"), compiled(solution, "gfx950", "fp16")
+for name, k in (("v7", k7), ("v8", k8)):
+    gaps = amdgcn.mfmas_between(k)
+    print(f"{name}: copies per region {[r['buffer load → LDS'] for r in amdgcn.regions(k)]}; longest run of copies "
+          f"{amd_gemm.longest_burst(gaps)}; MFMAs between copies {gaps}")
+fig = amd_charts.issue_chart({"v7 (lesson 27)": (k7, 2), "v8": (k8, 2)}, "The K loop in issue order, per K step, gfx950 fp16 (Triton 3.9.0)")"""),
+md("""In version 7, A's 8 copies go out back to back; in version 8 no more than two copies ever follow each other
+without an MFMA, and each region's four copies sit among its MFMAs. The waits and the budget:"""),
+code("""print("v8's waits:", ", ".join(f"vmcnt({n})" for n in amdgcn.loop_vmcnts(k8)))
+print("v8's prologue: {} copies, first read after vmcnt({})".format(*amd_gemm.prologue_facts(k8)))
+for name, k in (("v7", k7), ("v8", k8)):
+    b = amdgcn.budget(k, 4)
+    print(f"{name}: {b.vgprs} VGPRs ({b.arch_vgprs} arch + {b.agprs} AGPR), {b.lds_bytes} bytes of LDS, "
+          f"{b.scratch_bytes} bytes of scratch, {amdgcn.instruction_mix(k)['AGPR move']} moves in the loop")"""),
+md("""Five groups of 4 copies stay in flight at every wait (`vmcnt(20)`). The registers fall from 452 to 428 (172 arch +
+256 AGPR): less than the 64 of the tables, which count every piece with its successor on paper (an upper bound;
+the allocator reuses a register as soon as its value is dead), where the listing says what was allocated.
+
+## 5. On an MI355X
+
+AMD's version 8: 1257 TFLOPS and 69.0% MFMA efficiency in the base configuration, 1360 (88.7%) with their
+scheduler plugin, 1408 (97.8%) with the plugin and their AGPR switch, 1391 (98.5%) with their assembly
+post-processor as well. Their analysis of why spreading the copies matters: every copy passes through the CU's
+32 KB vector L1 (the TCP) and a queue of about a dozen requests in front of it; version 7's 16 copies per wave in
+two neighbouring regions fill both at large K, and the copies stall; version 8's four per region leave the memory
+time to answer. The model is theirs and their traces show it; Triton 3.9.0's loop above keeps the same spread.
+On a ROCm machine with an MI350 or MI355:"""),
+code("""correct = lab.correctness()"""),
+code("""lab.figures()"""),
+md("""## Summary
+
+* Slicing M and N: four quadrants, four regions per step, each multiplying one quadrant, reading the next region's
+  piece and copying one piece two steps ahead; 384 registers on paper.
+* The order B_left, A_top, A_bottom, B_right makes every piece's read come one region before its use:
+  `wait_group(5)` everywhere (`vmcnt(20)`), `wait_group(6)` in the prologue (`vmcnt(24)`).
+* 4 copies per region, never more than 2 in a row without an MFMA (version 7: 12 and 4, runs of 8); 428 VGPRs,
+  no scratch, no moves between the register files.
+* The vendor's version 8: 1257 TFLOPS base; 1391-1408 with tools Triton 3.9.0 does not have."""),
+]
+
+# -- 29 ----------------------------------------------------------------------------------------------------------
+NOTEBOOKS["29"] = [
+md("""# 29 · AMD GEMM v9: XCD-aware order
+
+**What you build:** version 9 of the AMD GEMM: version 8's kernel with one change outside the loop, the tile each
+workgroup computes. **What you learn:** how an MI300/MI350 hands workgroups to its eight dies (XCDs), why
+neighbouring tiles should land on one die, the arithmetic that remaps workgroup ids to do so, and an estimate of
+what it saves in the dies' L2 caches. **Time:** about 45 minutes.
+
+An MI355X is eight XCDs of 32 CUs, each XCD with its own 4 MB L2 cache. The hardware hands out workgroups round
+robin in the order of their ids: workgroup 0 to XCD 0, 1 to XCD 1, …, 8 to XCD 0 again. Tiles of C in the same row
+read the same rows of A; tiles in the same column the same columns of B. In row-major order neighbouring tiles get
+consecutive ids, so they land on eight different XCDs, and each XCD's L2 fetches its own copy of what they
+share."""),
+code(SETUP + """from gluon_course.model import xcd
+from gluon_course.model.run import patched
+
+checks = load_checks("29")
+solution = load_solution("29")
+v8 = load_solution("28")
+compiled = checks.compiled
+lab = AmdLab("29")"""),
+md("""## 1. Who computes which tile
+
+Four orders on the 16 × 16 tiles of a 4096 × 4096 C (256 tiles: one wave of 256 workgroups, one per CU), each tile
+coloured by the XCD that computes it. Above each: the rows of A and columns of B that XCD 0 reads. *Grouped* is
+lesson 17's order (GROUP_M = 4 rows of tiles at a time, column by column); *XCD remap* gives each XCD a contiguous run
+of tile numbers; version 9 does both:"""),
+code("""grouped, xcd_tile, tile_of = patched(solution.grouped_tile), patched(solution.xcd_tile), patched(solution.tile_of)
+ORDERS = {
+    "row-major (v8)": lambda pid, m, n: (pid // n, pid % n),
+    "grouped only": lambda pid, m, n: grouped(pid, m, n, 4),
+    "XCD remap, row-major": lambda pid, m, n: tile_of(pid, m, n, 1, 8),
+    "XCD remap + grouped (v9)": lambda pid, m, n: tile_of(pid, m, n, 4, 8),
+}
+fig = amd_charts.xcd_map(ORDERS, 16, 16, "16 × 16 tiles of C, coloured by XCD (round-robin dispatch of workgroup ids)")"""),
+md("""In row-major order XCD 0 gets one tile in eight: every row of tiles, two columns, 16 + 2 = 18 strips of A and B.
+Remapping alone gives it two whole rows, 2 + 16 = 18 again. Remapped and grouped, its 32 tiles are a 4 × 8 block:
+4 + 8 = 12. (Grouped order alone also reaches 12 on this grid: within a group of 4 rows, every eighth tile falls in
+the same row and in 8 of the 16 columns.)
+
+## 2. The remap arithmetic
+
+XCD `x` runs workgroups `x, x + 8, x + 16, …`; its j-th workgroup (`j = pid // 8`) should get tile number
+`first(x) + j`, so that the XCD's tiles are one contiguous run. With T tiles, `per = ⌈T / 8⌉`; when 8 does not
+divide T, the first `tall = T − (per − 1) · 8` XCDs get `per` tiles and the others `per − 1`, so every XCD after the
+tall ones starts one tile earlier than `x · per` for each short XCD before it:
+`first(x) = x · per − max(x − tall, 0)`. For 25 tiles (5 × 5):"""),
+code("""T = 25
+rows, cols = xcd.workgroup_tiles(lambda pid, m, n: (xcd_tile(pid, m * n, 8), 0 * pid), 5, 5)
+tiles_of = {x: [int(t) for w, t in enumerate(rows) if w % 8 == x] for x in range(8)}
+table([[x, len(t), t[0], t] for x, t in tiles_of.items()], ["XCD", "tiles", "first", "tile numbers"])"""),
+md("""## 3. Exercise: the remap
+
+One gap: `xcd_tile`, workgroup id → tile number. `grouped_tile` (lesson 17's) and `tile_of`, which chains them, are
+given. The check runs your function on the host for nine grids of tiles, against the round-robin dispatch: every tile
+exactly once, and on 16 × 16 and 32 × 32 tiles at most 12 strips of A and B per XCD."""),
+code("""starter = load_starter("29")
+show_source(starter.xcd_tile)
+show_source(starter.tile_of)"""),
+code("""passed = check("29")"""),
+md("""```{admonition} Hint 1: the pieces
+:class: dropdown
+`xcd = pid % NUM_XCDS`, `local = pid // NUM_XCDS`, `per_xcd = gl.cdiv(num_tiles, NUM_XCDS)`; the function returns
+`first + local`.
+```
+
+```{admonition} Hint 2: the uneven split
+:class: dropdown
+`tall = num_tiles - (per_xcd - 1) * NUM_XCDS` (8 when the tiles divide evenly), then
+`first = xcd * per_xcd - gl.maximum(xcd - tall, 0)`. Computing `tall` as `num_tiles % NUM_XCDS` gives 0 when they
+divide evenly: the check finds two workgroups on one tile.
+```
+
+### Solution"""),
+answer("""show_source(solution.xcd_tile)"""),
+md("""## 4. What changed from version 8
+
+Only the first lines of the kernel, and its two new constexprs:"""),
+code("""show_diff(v8.matmul_kernel, solution.matmul_kernel)
+k8, k9 = amd_gemm.compiled(v8, "gfx950", "fp16"), compiled(solution, "gfx950", "fp16")
+print("the K loop, v8 and v9:", "the same" if amd_gemm.loop_memory(k8) == amd_gemm.loop_memory(k9) else "different",
+      amd_gemm.loop_memory(k9))"""),
+md("""## 5. What the L2 caches fetch: an estimate
+
+`model.xcd.l2_fill_bytes` adds up, for each wave of 256 resident workgroups and each XCD, the strips of A (256 rows
+× K) and B (K × 256 columns) its tiles read, as if each XCD's L2 fetched each strip once per wave and nothing
+survived from one wave to the next (its docstring says why that is a fair first guess). fp16, K = 8192:"""),
+code("""rows_ = []
+for m, n in ((16, 16), (32, 32)):
+    for name, fn in ORDERS.items():
+        r, c = xcd.workgroup_tiles(fn, m, n)
+        rows_.append([f"{m * 256}² ({m}×{n} tiles)", name, xcd.most_strips(r, c),
+                      f"{xcd.l2_fill_bytes(r, c, 8192, 256, 256) / 2**20:.0f} MiB"])
+table(rows_, ["C", "order", "strips per XCD and wave (most)", "L2 fill, A and B (model)"])"""),
+md("""At 4096² the model has version 9's order fetch two thirds of what row-major order fetches (384 MiB against 576).
+AMD measured the L2's requests to memory (their counter `TCC_EA0_RDREQ_DRAM_sum`, MI355, 4096 × 4096 × 8192 fp16):
+5 282 502 for version 8 in row-major order, 6 070 335 for the remap without grouping, 4 100 918 for version 9 with
+GROUP_M = 4, a 22% cut. The model gets the direction of version 9 right and its size roughly; it says the remap
+without grouping costs the same as row-major, where AMD's counter found it worse: the model knows nothing of
+timing, MALL or the order in which a wave's workgroups really start. At 8192² it finds row-major order as good as
+version 9 (a wave of 256 workgroups is then 8 rows × 32 columns of tiles, and round robin hands each XCD 8 rows × 4
+columns): the remap's gain depends on the shape.
+
+## 6. The padded LDS layouts, from Triton
+
+Version 9's LDS layouts are lesson 23's padding, computed by `cdna4.compute_efficient_padded_shared_layout` for the
+operand layout that reads them, for a half of A and a half of B:"""),
+code("""lay = solution.kernel_layouts()
+for name in ("a_shared", "b_shared"):
+    print(name, "intervals and paddings:", lay[name].interval_padding_pairs, "shape:", lay[name].shape)
+print("LDS per workgroup:", amdgcn.budget(k9, 4).lds_bytes, "bytes")"""),
+md("""## 7. On an MI355X
+
+AMD's version 9: 1290 TFLOPS and 69.2% MFMA efficiency in the base configuration (version 8: 1257); 1380 (88.4%)
+with their scheduler plugin, 1423 (97.5%) with their AGPR switch as well, 1421 (98.7%) with their assembly
+post-processor too. Their write-up puts the gain on power: fewer L2 misses, less traffic off the die, a higher
+sustained clock. On a ROCm machine with an MI350 or MI355:"""),
+code("""correct = lab.correctness()"""),
+code("""lab.figures()"""),
+md("""## 8. The two roads
+
+The course's NVIDIA GEMM (lessons 10-19, on an H200) and this AMD GEMM (lessons 20-29, on gfx950) took ten steps
+each. [Two vendors, side by side](../../book/comparison.md) puts them next to each other, step by step: which ideas
+are the same under two names, and which are one vendor's alone.
+
+## Summary
+
+* The hardware hands workgroup w to XCD w % 8; a kernel chooses which tile each id computes.
+* `xcd_tile`: XCD x's j-th workgroup gets tile `x · per − max(x − tall, 0) + j`; then lesson 17's grouped order.
+  Checked on the host against the dispatch: every tile once on nine grids, 12 strips per XCD on 16 × 16 and 32 × 32
+  tiles.
+* The model's L2 estimate at 4096² × 8192: 576 MiB row-major, 384 MiB version 9; AMD's counters: −22% misses.
+* Version 8's loop unchanged; the vendor's version 9: 1290 TFLOPS base, 1421-1423 with tools Triton 3.9.0 lacks."""),
+]
+
 
 def write(number: str) -> Path:
     folder = next((ROOT / "lessons").glob(f"{number}-*"))
