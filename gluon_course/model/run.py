@@ -98,14 +98,16 @@ def patched(fn):
     if not isinstance(raw, types.FunctionType):
         return fn
     key = id(raw)
-    if key not in _PATCHED:
+    if key not in _PATCHED or _PATCHED[key][0] is not raw:
         globals_ = {}
         fresh = types.FunctionType(raw.__code__, globals_, raw.__name__, raw.__defaults__, raw.__closure__)
         fresh.__kwdefaults__ = raw.__kwdefaults__
-        _PATCHED[key] = fresh
+        # The cache keeps ``raw`` itself: a function made and dropped (a lambda) could otherwise leave its id to a
+        # new one, which would then get the old function's body.
+        _PATCHED[key] = (raw, fresh)
         globals_.update({name: _replacement(value) for name, value in raw.__globals__.items()})
         globals_.setdefault("__builtins__", raw.__globals__.get("__builtins__"))
-    return _PATCHED[key]
+    return _PATCHED[key][1]
 
 
 def run(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:
