@@ -615,6 +615,7 @@ class AmdLab:
 # -- the instruction mix, version by version ----------------------------------------------------------------------
 
 AMD_LESSONS = tuple(f"{n}" for n in range(20, 30))
+MFMA_PER_STEP = 128          # v_mfma_f32_16x16x32 per K step of 64 per wave at the lessons' 256 × 256 tile
 MIX_COLOURS = {"MFMA": "#4C78A8", "LDS read": "#72B7B2", "LDS write": "#54A24B", "buffer load → LDS": "#EECA3B",
                "buffer load": "#F58518", "global load": "#E45756", "store": "#B279A2", "wait": "#FF9DA6",
                "barrier": "#9D755D", "branch": "#000000", "AGPR move": "#BAB0AC", "VALU": "#D8B5A5", "SALU": "#79706E", "scratch": "#D62728",
@@ -660,16 +661,45 @@ def mix_chart(rows: dict[str, dict], title: str, ax=None, highlight: str | None 
         ax.barh(labels, widths, left=left, color=MIX_COLOURS[name], label=name, edgecolor="white", linewidth=0.4)
         left = [a + b for a, b in zip(left, widths)]
     for y, total in enumerate(left):
-        ax.text(total + 4, y, str(total), va="center", fontsize=8)
+        steps = rows[labels[y]]["MFMA"] // MFMA_PER_STEP
+        ax.text(total + 4, y, str(total) + (f" ({steps} K steps)" if steps > 1 else ""), va="center", fontsize=8)
     for tick in ax.get_yticklabels():
         tick.set_fontweight("bold" if highlight and tick.get_text() == highlight else "normal")
-    ax.set_xlabel("instructions in the K loop (static count, one wave, one K step of 64)", fontsize=9)
-    ax.set_xlim(0, max(left) * 1.12)
+    ax.set_xlabel("instructions in the K loop (static count, one wave, one trip: one K step of 64 unless marked)",
+                  fontsize=9)
+    ax.set_xlim(0, max(left) * 1.22)
     ax.set_title(title, fontsize=10)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=5, fontsize=8, frameon=False)
     if fig is not None:
         fig.tight_layout()
     return fig
+
+
+def vendor_chart(ax, labels: list[str]):
+    """Beside ``mix_chart``'s bars (same rows, ``labels`` top first, each ``"vN ..."``): the vendor's MFMA efficiency
+    per version, their base kernel (filled) and their best configuration (hollow, which needs their tools), labelled
+    as theirs with the commit of their chart."""
+    rows = labels[::-1]
+    for y, label in enumerate(rows):
+        version = int(label.split()[0][1:])
+        if version not in VENDOR:
+            continue
+        base = VENDOR[version][1]
+        ax.plot([base * 100], [y], "o", color="#D62728")
+        ax.text(base * 100 - 2, y + 0.28, f"{base:.0%}", fontsize=7, color="#D62728", ha="right")
+        variants = VENDOR_VARIANTS.get(version, ())
+        if variants:
+            config, _, best = max(variants, key=lambda v: v[2])
+            ax.plot([best * 100], [y], "o", markerfacecolor="white", markeredgecolor="#D62728")
+            ax.plot([base * 100, best * 100], [y, y], color="#D62728", linewidth=0.6, linestyle=":")
+            ax.text(best * 100 + 2, y + 0.28, f"{best:.0%} +{config}", fontsize=6, color="#D62728")
+    ax.set_yticks(range(len(rows)), [""] * len(rows))
+    ax.set_ylim(-0.5, len(rows) - 0.5)
+    ax.set_xlim(0, 175)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_xlabel("MFMA busy, % (AMD's traces)", fontsize=8)
+    ax.set_title("AMD's figures, not ours: MI355, their Triton\n(gfx950-gluon-tutorials chart @04322ed8)\n"
+                 "filled: base; hollow: best, needs their tools", fontsize=7)
 
 
 def mix_table(rows: dict[str, dict]) -> list[list]:
