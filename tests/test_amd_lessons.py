@@ -208,3 +208,21 @@ def test_the_vendors_figures_and_the_tools_their_best_ones_need():
     assert "amdgcnas" in variants[-1].source and "force-agpr" in variants[-1].source
     assert all(v in amd_gemm.VENDOR_TOOLS for c, _, _ in sum(amd_gemm.VENDOR_VARIANTS.values(), ())
                for v in c.split("+"))
+
+
+# -- the comparison page --------------------------------------------------------------------------------------
+
+def test_the_comparison_names_lessons_of_the_right_track_and_every_step():
+    from gluon_course.course import lessons
+    from gluon_course.grading import comparison
+
+    known = lessons()
+    for same in comparison.SAME:
+        assert set(same.nvidia) <= set(comparison.NVIDIA) and set(same.amd) <= set(comparison.AMD), same.idea
+    for alone in comparison.ALONE:
+        side = comparison.NVIDIA if alone.vendor == "NVIDIA" else comparison.AMD
+        assert set(alone.lessons) <= set(side), alone.idea
+    text = comparison.markdown()
+    assert all(f"| v{step} |" in text for step in range(10))
+    for number in comparison.NVIDIA + comparison.AMD:
+        assert known[number].checks.teaches in text

@@ -87,4 +87,5 @@ def update(root: Path, write: bool) -> list[str]:
             return changed + ["book/results.md"]
     if _replace_between(results, BEGIN, END, markdown(rows), write):
         changed.append("book/results.md")
-    return changed
+    from . import comparison         # the two tracks side by side, from the lessons' own titles and checks
+    return changed + comparison.update(root, write)
