@@ -108,8 +108,8 @@ def ratio_chart(figures: dict, title: str, provenance: str, ceiling: str = "cuBL
 
     labels = list(figures)
     values = [f.value for f in figures.values()]
-    low = [v - min(f.details.get("ratios", [v])) for v, f in zip(values, figures.values())]
-    high = [max(f.details.get("ratios", [v])) - v for v, f in zip(values, figures.values())]
+    low = [max(0.0, v - min(f.details.get("ratios") or [v])) for v, f in zip(values, figures.values())]
+    high = [max(0.0, max(f.details.get("ratios") or [v]) - v) for v, f in zip(values, figures.values())]
     fig, ax = plt.subplots(figsize=(max(5, 0.95 * len(labels) + 2), 3.5))
     colours = ["#4C78A8" if label == highlight else "#9DB7D5" for label in labels]
     drawn = ax.bar(labels, values, color=colours, yerr=[low, high], capsize=3, ecolor="#555555")

@@ -104,3 +104,17 @@ def test_gemm_compile_mistakes_read_as_sentences(tmp_path, number, what, old, ne
     assert len(first.splitlines()) <= 2, f"{what}: longer than two lines:\n{first}"
     # One compile error behind several checks is printed once.
     assert sum(1 for line in failing if "the same error as above" in line) >= 1, out
+
+
+def test_out_of_resources_on_a_gpu_is_a_sentence():
+    """A launch the GPU refuses (a ring too large for its shared memory) reads as what to shrink, not Triton's text."""
+    from triton.runtime.errors import OutOfResources
+
+    from gluon_course.grading.errors import explain
+    from gluon_course.grading.runner import LEARNER_ERRORS
+
+    error = OutOfResources(393240, 232448, "shared memory")
+    assert isinstance(error, LEARNER_ERRORS)
+    text = explain(error, "15")
+    assert text.startswith("lesson 15: the kernel asks for 393240 bytes of shared memory per program"), text
+    assert "232448" in text and "STAGES" in text and "config_fits" in text and "Required:" not in text

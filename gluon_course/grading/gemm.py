@@ -149,14 +149,17 @@ def sweep_measure(version: str, against: str = "library", dtype: str = "bf16", *
     return measure
 
 
-def empty_operands(mod) -> str | None:
-    """M, N or K = 0: the launcher returns what torch.matmul returns (an empty C; zeros when K = 0), or None."""
+def empty_operands(mod, dtype: str = "bf16", b_layout: str = "row") -> str | None:
+    """M, N or K = 0: the launcher returns what torch.matmul returns (an empty C; zeros when K = 0), or None.
+    ``b_layout="col"`` hands it B as the transpose of an N × K matrix (the AMD lessons' K-contiguous B)."""
     import torch
 
+    torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     for M, N, K in ((0, 64, 64), (64, 0, 64), (64, 64, 0)):
-        a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
-        b = torch.randn(K, N, device="cuda").to(torch.bfloat16)
-        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        a = torch.randn(M, K, device="cuda").to(torch_dtype)
+        b = (torch.randn(N, K, device="cuda").to(torch_dtype).t() if b_layout == "col"
+             else torch.randn(K, N, device="cuda").to(torch_dtype))
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch_dtype)
         try:
             out = mod.matmul(a, b, c)
             torch.cuda.synchronize()

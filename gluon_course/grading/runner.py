@@ -130,7 +130,10 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
     if failed:
         out(f"on a GPU: skipped until the machine-code checks pass ({gpu_parts})")
     elif not has_gpu():
-        out(f"correctness not checked on this machine: no GPU here ({gpu_parts} run on a GPU)")
+        modelled = any(c.key == "host_model" for c in checks.machine_code)
+        out(f"correctness not checked on this machine: no GPU here ({gpu_parts} run on a GPU)"
+            + ("; the host model above ran the kernel's own code on the CPU: the numbers and the barrier protocol, "
+               "not the speed, the real memory system, or races the model's order does not produce" if modelled else ""))
     elif not runs_lessons_for(checks.targets):
         out(f"correctness not checked on this machine: its {gpu_name()} does not run lessons for "
             f"{', '.join(checks.targets)} ({gpu_parts} run there)")

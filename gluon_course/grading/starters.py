@@ -22,8 +22,8 @@ from ..course import lesson, lessons
 BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION(?::\s*(?P<what>.*))?$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
 
-HEADER = ('# Lesson {number} starter, generated from solutions/{folder}/solution.py: do not edit the course copy.\n'
-          '# Fill in each "TODO gap" below, then run:  python -m gluon_course check {number} --file <this file>\n')
+HEADER = ('# Lesson {number} starter, generated from solutions/{folder}/solution.py. Fill in each "TODO gap" below, here\n'
+          '# in this file, then run:  python -m gluon_course check {number}   (`make starters` rewrites it: keep a copy)\n')
 
 
 class MarkerError(ValueError):

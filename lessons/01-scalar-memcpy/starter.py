@@ -1,5 +1,5 @@
-# Lesson 01 starter, generated from solutions/01-scalar-memcpy/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 01 --file <this file>
+# Lesson 01 starter, generated from solutions/01-scalar-memcpy/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 01   (`make starters` rewrites it: keep a copy)
 """Lesson 01 · A scalar memcpy.
 
 The first Gluon kernel: every program (one thread block on the GPU) copies XBLOCK consecutive elements,

@@ -1,5 +1,5 @@
-# Lesson 02 starter, generated from solutions/02-layouts/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 02 --file <this file>
+# Lesson 02 starter, generated from solutions/02-layouts/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 02   (`make starters` rewrites it: keep a copy)
 """Lesson 02 · Layouts.
 
 Lesson 01 copied one element per loop iteration. Here every program loads a whole tile at once, and a

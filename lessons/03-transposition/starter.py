@@ -1,5 +1,5 @@
-# Lesson 03 starter, generated from solutions/03-transposition/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 03 --file <this file>
+# Lesson 03 starter, generated from solutions/03-transposition/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 03   (`make starters` rewrites it: keep a copy)
 """Lesson 03 · Transposition and strides.
 
 Lesson 02 copied a flat run of memory. A 2D tensor is a view: element ``(i, j)`` sits at

@@ -1,5 +1,5 @@
-# Lesson 04 starter, generated from solutions/04-inout-conversion/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 04 --file <this file>
+# Lesson 04 starter, generated from solutions/04-inout-conversion/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 04   (`make starters` rewrites it: keep a copy)
 """Lesson 04 · In/out layout conversion.
 
 Lesson 03 chose one layout per copy, following the input's strides. That fails when the input and the

@@ -1,5 +1,5 @@
-# Lesson 05 starter, generated from solutions/05-linear-layouts/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 05 --file <this file>
+# Lesson 05 starter, generated from solutions/05-linear-layouts/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 05   (`make starters` rewrites it: keep a copy)
 """Lesson 05 · Linear layouts.
 
 Every layout of lessons 02-04 is, underneath, a *linear layout*: a short list of basis vectors, one for

@@ -1,5 +1,5 @@
-# Lesson 10 starter, generated from solutions/10-gemm-v0-cuda-cores/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 10 --file <this file>
+# Lesson 10 starter, generated from solutions/10-gemm-v0-cuda-cores/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 10   (`make starters` rewrites it: keep a copy)
 """Lesson 10 · GEMM v0: CUDA cores.
 
 The course's first matrix multiplication, C = A·B, on the GPU's ordinary floating-point units (the "CUDA

@@ -1,5 +1,5 @@
-# Lesson 11 starter, generated from solutions/11-gemm-v1-mma-v2/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 11 --file <this file>
+# Lesson 11 starter, generated from solutions/11-gemm-v1-mma-v2/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 11   (`make starters` rewrites it: keep a copy)
 """Lesson 11 · GEMM v1: tensor cores from registers.
 
 Lesson 10 multiplied with fused multiply-adds on the CUDA cores. Here the same tiles go to the tensor cores:

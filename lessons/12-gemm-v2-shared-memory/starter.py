@@ -1,5 +1,5 @@
-# Lesson 12 starter, generated from solutions/12-gemm-v2-shared-memory/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 12 --file <this file>
+# Lesson 12 starter, generated from solutions/12-gemm-v2-shared-memory/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 12   (`make starters` rewrites it: keep a copy)
 """Lesson 12 · GEMM v2: shared-memory staging.
 
 Version 1 loaded each A and B tile from global memory straight into the registers that ``mma_v2`` reads

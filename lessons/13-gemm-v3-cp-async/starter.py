@@ -1,5 +1,5 @@
-# Lesson 13 starter, generated from solutions/13-gemm-v3-cp-async/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 13 --file <this file>
+# Lesson 13 starter, generated from solutions/13-gemm-v3-cp-async/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 13   (`make starters` rewrites it: keep a copy)
 """Lesson 13 · GEMM v3: a cp.async pipeline.
 
 Version 2 staged each tile of A and B through shared memory, but every thread first loaded its part into

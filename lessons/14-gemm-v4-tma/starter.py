@@ -1,5 +1,5 @@
-# Lesson 14 starter, generated from solutions/14-gemm-v4-tma/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 14 --file <this file>
+# Lesson 14 starter, generated from solutions/14-gemm-v4-tma/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 14   (`make starters` rewrites it: keep a copy)
 """Lesson 14 · GEMM v4: TMA and mbarriers.
 
 Lesson 13 filled a ring of shared buffers with cp.async: every thread computed the addresses and the masks of

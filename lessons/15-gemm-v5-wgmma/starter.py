@@ -1,5 +1,5 @@
-# Lesson 15 starter, generated from solutions/15-gemm-v5-wgmma/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 15 --file <this file>
+# Lesson 15 starter, generated from solutions/15-gemm-v5-wgmma/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 15   (`make starters` rewrites it: keep a copy)
 """Lesson 15 · GEMM v5: wgmma reads shared memory.
 
 Lesson 14's producer stays: TMA copies A's and B's tiles into a ring of NVMMA-swizzled shared buffers and an

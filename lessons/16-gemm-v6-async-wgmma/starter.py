@@ -1,5 +1,5 @@
-# Lesson 16 starter, generated from solutions/16-gemm-v6-async-wgmma/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 16 --file <this file>
+# Lesson 16 starter, generated from solutions/16-gemm-v6-async-wgmma/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 16   (`make starters` rewrites it: keep a copy)
 """Lesson 16 · GEMM v6: asynchronous wgmma.
 
 Lesson 15 issued each K step's wgmma and then waited for it before doing anything else, so the tensor cores and

@@ -1,5 +1,5 @@
-# Lesson 17 starter, generated from solutions/17-gemm-v7-persistent/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 17 --file <this file>
+# Lesson 17 starter, generated from solutions/17-gemm-v7-persistent/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 17   (`make starters` rewrites it: keep a copy)
 """Lesson 17 · GEMM v7: a persistent grid in grouped order.
 
 Lessons 10-16 launched one program per tile of C: at 8192³ with lesson 16's 128 × 256 tiles that is 2048 programs,

@@ -1,5 +1,5 @@
-# Lesson 18 starter, generated from solutions/18-gemm-v8-warp-specialized/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 18 --file <this file>
+# Lesson 18 starter, generated from solutions/18-gemm-v8-warp-specialized/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 18   (`make starters` rewrites it: keep a copy)
 """Lesson 18 · GEMM v8: warp specialization.
 
 Lesson 17's eight warps did everything in turn: wait for a tile, start the products, wait for them, issue the

@@ -1,5 +1,5 @@
-# Lesson 19 starter, generated from solutions/19-gemm-v9-epilogue/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 19 --file <this file>
+# Lesson 19 starter, generated from solutions/19-gemm-v9-epilogue/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 19   (`make starters` rewrites it: keep a copy)
 """Lesson 19 · GEMM v9: the epilogue overlapped, and the last 5%.
 
 Lesson 18's consumers stored each tile of C from their registers with plain stores, and the next tile's products

@@ -1,5 +1,5 @@
-# Lesson 20 starter, generated from solutions/20-amd-gemm-v0-mfma/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 20 --file <this file>
+# Lesson 20 starter, generated from solutions/20-amd-gemm-v0-mfma/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 20   (`make starters` rewrites it: keep a copy)
 """Lesson 20 · AMD GEMM v0: MFMA from registers.
 
 The first AMD version of the course's matrix multiplication, for gfx950 (MI350, MI355) and gfx942 (MI300). Each

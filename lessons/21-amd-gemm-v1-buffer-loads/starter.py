@@ -1,5 +1,5 @@
-# Lesson 21 starter, generated from solutions/21-amd-gemm-v1-buffer-loads/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 21 --file <this file>
+# Lesson 21 starter, generated from solutions/21-amd-gemm-v1-buffer-loads/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 21   (`make starters` rewrites it: keep a copy)
 """Lesson 21 · AMD GEMM v1: buffer loads.
 
 Version 0 guarded every load with a mask, and on AMD a mask that differs between the lanes of a wave becomes a

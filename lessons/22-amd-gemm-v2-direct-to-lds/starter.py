@@ -1,5 +1,5 @@
-# Lesson 22 starter, generated from solutions/22-amd-gemm-v2-direct-to-lds/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 22 --file <this file>
+# Lesson 22 starter, generated from solutions/22-amd-gemm-v2-direct-to-lds/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 22   (`make starters` rewrites it: keep a copy)
 """Lesson 22 · AMD GEMM v2: direct-to-LDS copies.
 
 Versions 0 and 1 brought each tile into registers, wrote it to LDS and read it back in the MFMA operand layouts

@@ -1,5 +1,5 @@
-# Lesson 23 starter, generated from solutions/23-amd-gemm-v3-lds-layouts/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 23 --file <this file>
+# Lesson 23 starter, generated from solutions/23-amd-gemm-v3-lds-layouts/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 23   (`make starters` rewrites it: keep a copy)
 """Lesson 23 · AMD GEMM v3: LDS layouts.
 
 Version 2 copies each tile into LDS row after row, K fastest, exactly as it lies in memory. The MFMA operands are

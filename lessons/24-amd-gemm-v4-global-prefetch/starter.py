@@ -1,5 +1,5 @@
-# Lesson 24 starter, generated from solutions/24-amd-gemm-v4-global-prefetch/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 24 --file <this file>
+# Lesson 24 starter, generated from solutions/24-amd-gemm-v4-global-prefetch/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 24   (`make starters` rewrites it: keep a copy)
 """Lesson 24 · AMD GEMM v4: global prefetch.
 
 Versions 2 and 3 start the copies of a tile and wait for them at once: every K step pays the whole latency of global
