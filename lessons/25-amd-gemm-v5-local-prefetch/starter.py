@@ -1,5 +1,5 @@
-# Lesson 25 starter, generated from solutions/25-amd-gemm-v5-local-prefetch/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 25 --file <this file>
+# Lesson 25 starter, generated from solutions/25-amd-gemm-v5-local-prefetch/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 25   (`make starters` rewrites it: keep a copy)
 """Lesson 25 · AMD GEMM v5: local prefetch.
 
 Version 4 overlaps the copies of tile i + 1 with the work on tile i, but inside a step the MFMAs still wait for that

@@ -1,5 +1,5 @@
-# Lesson 26 starter, generated from solutions/26-amd-gemm-v6-unroll/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 26 --file <this file>
+# Lesson 26 starter, generated from solutions/26-amd-gemm-v6-unroll/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 26   (`make starters` rewrites it: keep a copy)
 """Lesson 26 · AMD GEMM v6: unroll ×2.
 
 Version 5 reads tile i + 1 into the same variables (a, b) that tile i's MFMAs read: in the vendor's kernel, whose

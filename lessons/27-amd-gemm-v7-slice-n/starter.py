@@ -1,5 +1,5 @@
-# Lesson 27 starter, generated from solutions/27-amd-gemm-v7-slice-n/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 27 --file <this file>
+# Lesson 27 starter, generated from solutions/27-amd-gemm-v7-slice-n/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 27   (`make starters` rewrites it: keep a copy)
 """Lesson 27 · AMD GEMM v7: slice N, accumulators in AGPRs.
 
 Version 6 holds two full sets of operand registers and a 256 × 256 accumulator at once: 512 registers of 512, and

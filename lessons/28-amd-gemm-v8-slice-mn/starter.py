@@ -1,5 +1,5 @@
-# Lesson 28 starter, generated from solutions/28-amd-gemm-v8-slice-mn/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 28 --file <this file>
+# Lesson 28 starter, generated from solutions/28-amd-gemm-v8-slice-mn/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 28   (`make starters` rewrites it: keep a copy)
 """Lesson 28 · AMD GEMM v8: slice M and N.
 
 Version 7 cut B in two; version 8 cuts A in two as well, so the tile of C is four quadrants: top-left, bottom-left,

@@ -1,5 +1,5 @@
-# Lesson 29 starter, generated from solutions/29-amd-gemm-v9-xcd-order/solution.py: do not edit the course copy.
-# Fill in each "TODO gap" below, then run:  python -m gluon_course check 29 --file <this file>
+# Lesson 29 starter, generated from solutions/29-amd-gemm-v9-xcd-order/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 29   (`make starters` rewrites it: keep a copy)
 """Lesson 29 · AMD GEMM v9: XCD-aware order.
 
 An MI350/MI355 is eight dies (XCDs) of 32 CUs, each die with its own L2 cache, and the hardware hands out
