@@ -226,3 +226,10 @@ def test_the_comparison_names_lessons_of_the_right_track_and_every_step():
     assert all(f"| v{step} |" in text for step in range(10))
     for number in comparison.NVIDIA + comparison.AMD:
         assert known[number].checks.teaches in text
+
+
+def test_version_9s_launcher_refuses_an_order_it_cannot_compute():
+    mod = load_solution("29")
+    for bad in ({"GROUP_M": 0}, {"NUM_XCDS": 2.5}):
+        with pytest.raises(ValueError, match="positive whole number"):
+            mod.matmul(None, None, **bad)

@@ -179,4 +179,9 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
 
 def matmul(a, b, c=None, **config):
     """C = A·B (A row-major, B K-contiguous) on an AMD gfx950 GPU; returns ``c``."""
+    for name in ("GROUP_M", "NUM_XCDS"):
+        value = config.get(name, CONFIG[name])
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r}: the order needs a positive whole number (the vendor's GROUP_M is 4; "
+                             "an MI300X or MI350/MI355 has 8 XCDs)")
     return launch_gemm(matmul_kernel, a, b, c, CONFIG, config, TARGETS, kernel_layouts)
