@@ -5,7 +5,8 @@ step's own LDS reads: read tile i, then multiply it. Version 5 reads one tile ah
 operands of tile i are already in registers when step i begins; its MFMAs start at once, and while they run the
 step reads tile i + 1 from LDS into a second set of registers and copies tile i + 2 from global memory into the LDS
 buffer tile i came from. Three tiles are in flight at every step: one in the MFMAs, one on its way from LDS to
-registers, one on its way from global memory to LDS. The price is the second set of operand registers.
+registers, one on its way from global memory to LDS. The price, on paper, is a second set of operand registers
+(lesson 26 counts them).
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl

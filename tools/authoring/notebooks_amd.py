@@ -65,8 +65,8 @@ for i in range(3):
 rows.append(["after the loop", "tile 3", "-", "-"])
 table(rows, ["step", "MFMAs multiply", "copies start (tile → buffer)", "read into registers (tile)"])"""),
 md("""At every step one tile is in the MFMAs, one is on its way from LDS to registers, one from global memory to LDS.
-The price is a second set of operand registers: the reads of tile i + 1 land while tile i's operands are still in
-use.
+On paper the price is a second set of operand registers, as the reads of tile i + 1 may land while tile i's
+operands are still in use; section 5 shows what Triton 3.9.0 makes of it.
 
 ## 2. Exercise: the prologue's wait and the step
 
@@ -330,7 +330,8 @@ issues four groups and waits for the first: `wait_group(3)`.
 
 A lane of a CDNA3 or CDNA4 SIMD running one wave has 512 registers in two files of 256: the ordinary VGPRs
 (`v0`…`v255`), which every vector instruction reads and writes, and the accumulation registers (`a0`…`a255`), which
-MFMAs can read and write but the ordinary arithmetic cannot. A value in an AGPR that an address computation or a
+MFMAs, loads and stores can use (lesson 25's `ds_read_b128`s write straight into them) but the ordinary vector
+arithmetic cannot. A value in an AGPR that an address computation or a
 conversion needs must first be copied out (`v_accvgpr_read`), and back (`v_accvgpr_write`): lesson 26's loop did
 that 97 times. `cdna3.mfma(a, b, acc, cd_regclass="a")` tells Triton to keep the MFMA's accumulator input (C) and
 result (D) in AGPRs (Triton 3.9.0's docstring calls it experimental); the operands then live in the ordinary VGPRs.
@@ -459,7 +460,7 @@ and starts the copy of one piece of the tile two steps ahead:
 Follow one piece: A_top is read in region 3 and used in regions 0 and 2 of the next step; its buffer is refilled in
 region 1, after the read that emptied it. B_left is read in region 2, used in regions 0 and 1, its buffer refilled
 in region 0, when its values are already in registers. Every piece is read one region before its first use, so
-the reads of a region never wait for the MFMAs of the same region.
+a region's read never writes a register its own MFMAs are still reading.
 
 **The wait count.** The copies go in the order B_left, A_top, A_bottom, B_right, one group each, two steps ahead.
 When region 0 of step t waits for A_bottom of tile t, the groups issued after it are B_right of tile t and the four
