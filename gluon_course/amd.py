@@ -176,3 +176,62 @@ def lds_layouts(kind: str = "plain"):
     if kind == "swizzled":
         return gl.SwizzledSharedLayout(8, 2, 8, order=[1, 0]), gl.SwizzledSharedLayout(8, 2, 8, order=[0, 1])
     raise ValueError(f"kind is 'plain' or 'swizzled', not {kind!r}")
+
+
+def padded_gemm_layouts(target: str = "gfx950", a_shape=(256, 64), b_shape=(64, 256), num_warps: int = 4,
+                        warps: tuple[int, int] = (2, 2)) -> dict:
+    """The layout constexprs of the padded-LDS kernels (lessons 24 on), for operand pieces of ``a_shape`` (rows of A
+    × BLOCK_K) and ``b_shape`` (BLOCK_K × columns of B): the MFMA layouts, lesson 23's padded LDS layouts
+    (``compute_efficient_padded_shared_layout``) and the direct-to-LDS copy layouts that write them one run at a time.
+    A sliced kernel (lessons 27-29) passes the shape of one slice, a half of A or of B.
+
+    The keys are the kernels' constexpr names: ``acc_layout, a_layout, b_layout, a_copy, b_copy, a_shared,
+    b_shared``."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.amd import cdna4
+
+    from .memory.lds import direct_copy_layout
+
+    acc_layout, a_layout, b_layout = mfma_layouts(target, warps)
+    a_shared = cdna4.compute_efficient_padded_shared_layout(a_layout, list(a_shape), gl.float16)
+    b_shared = cdna4.compute_efficient_padded_shared_layout(b_layout, list(b_shape), gl.float16)
+    if a_shared is None or b_shared is None:
+        raise ValueError(f"Triton has no padded LDS layout for pieces {list(a_shape)} of A and {list(b_shape)} of B "
+                         "with this MFMA; use the lessons' 256 × 256 × 64 tile")
+    return {"acc_layout": acc_layout, "a_layout": a_layout, "b_layout": b_layout,
+            "a_copy": direct_copy_layout(a_shared, list(a_shape), 8, WARP_SIZE, num_warps),
+            "b_copy": direct_copy_layout(b_shared, list(b_shape), 8, WARP_SIZE, num_warps),
+            "a_shared": a_shared, "b_shared": b_shared}
+
+
+def launch_gemm(kernel, a, b, c, defaults: dict, config: dict, targets: tuple[str, ...], kernel_layouts,
+                grid=None, **constexprs):
+    """The launcher of the direct-to-LDS GEMMs (lessons 22 on), in one call: C allocated when ``c`` is None, the
+    arguments checked (``require_amd_gemm_args`` with K a multiple of 16), M, N or K = 0 answered as torch.matmul
+    answers them, unknown config keys refused, a GPU outside ``targets`` refused with a sentence, the tile checked,
+    then ``kernel[grid](a, b, c, M, N, K, a.stride(0), b.stride(1), c.stride(0), **tile, **layouts, **constexprs)``.
+
+    ``kernel_layouts(target, BLOCK_M=, BLOCK_N=, BLOCK_K=, num_warps=)`` gives the layout constexprs; ``grid(M, N,
+    cfg)`` the number of programs (default: one per BLOCK_M × BLOCK_N tile of C). Returns ``c``."""
+    import triton
+
+    from .validate import empty_product
+
+    if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    M, N, K = require_amd_gemm_args(a, b, c, k_multiple=K_MULTIPLE)
+    if empty_product(a, b, c):          # M, N or K is 0: what torch.matmul returns
+        return c
+    unknown = set(config) - set(defaults)
+    if unknown:
+        raise TypeError(f"unknown config keys {sorted(unknown)}; matmul takes {sorted(defaults)}")
+    cfg = {**defaults, **config}
+    target = require_amd_gpu(targets, a)
+    require_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["num_warps"], target)
+    num_warps = cfg.pop("num_warps")
+    tile = {name: cfg.pop(name) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+    programs = grid(M, N, {**tile, **cfg}) if grid is not None else \
+        triton.cdiv(M, tile["BLOCK_M"]) * triton.cdiv(N, tile["BLOCK_N"])
+    kernel[(programs,)](a, b, c, M, N, K, a.stride(0), b.stride(1), c.stride(0), **tile, **cfg,
+                        **kernel_layouts(target, **tile, num_warps=num_warps), **constexprs, num_warps=num_warps)
+    return c

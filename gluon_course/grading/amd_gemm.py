@@ -233,6 +233,82 @@ def copy_wait_check(key: str, target: str, vmcnt: int, why: str, compile_=None) 
                  run, target=target)
 
 
+def order_check(key: str, target: str, order: list[str], why: str, compile_=None) -> Check:
+    """The first instruction of each of ``order`` (MIX categories, or ``"vmcnt(n)"``: a wait that lets n memory
+    operations stay in flight) comes in the K loop in this order (``amdgcn.first_order``), for fp16 and bf16."""
+    compile_ = compile_ or compiled
+    title = f"{target}: the K loop's first " + " → first ".join(order) + " (fp16 and bf16)"
+
+    def run(mod):
+        for dtype in DTYPES:
+            found = amdgcn.first_order(compile_(mod, target, dtype), order)
+            if found != list(order):
+                missing = [n for n in order if n not in found]
+                said = (f"has no {' and no '.join(missing)}" if missing else "issues them in the order " +
+                        " → ".join(found))
+                return f"{dtype}: the K loop {said}; expected " + " → ".join(order) + f" ({why})"
+        return None
+    return Check(key, title, run, target=target)
+
+
+def longest_burst(gaps: list[int]) -> int:
+    """The most copies issued one after the other with no MFMA between them, from ``amdgcn.mfmas_between``'s gaps
+    (a cycle: the last gap runs round to the first copy of the next trip)."""
+    if not gaps:
+        return 0
+    if not any(gaps):
+        return len(gaps)
+    start = gaps.index(next(g for g in gaps if g))
+    rolled = gaps[start + 1:] + gaps[:start + 1]
+    best = run = 0
+    for g in rolled:
+        run = run + 1 if g == 0 else 0
+        best = max(best, run)
+    return best + 1
+
+
+def region_check(key: str, target: str, copies: list[int], burst: int, why: str, compile_=None) -> Check:
+    """Cut at its barriers, the K loop's regions issue ``copies`` direct-to-LDS copies each (in loop order, up to
+    where the cycle starts), and no more than ``burst`` copies ever come one after the other without an MFMA."""
+    compile_ = compile_ or compiled
+    title = (f"{target}: the K loop's {len(copies)} regions (between barriers) issue {'/'.join(map(str, copies))} "
+             f"copies into LDS, at most {burst} in a row without an MFMA (fp16 and bf16)")
+
+    def run(mod):
+        for dtype in DTYPES:
+            k = compile_(mod, target, dtype)
+            found = [r["buffer load → LDS"] for r in amdgcn.regions(k)]
+            rotations = [found[i:] + found[:i] for i in range(len(found))] or [found]
+            if list(copies) not in rotations:
+                return f"{dtype}: the loop's regions copy {found}; expected {list(copies)} ({why})"
+            longest = longest_burst(amdgcn.mfmas_between(k))
+            if longest > burst:
+                return (f"{dtype}: {longest} copies come one after the other without an MFMA between them; expected "
+                        f"at most {burst} ({why})")
+        return None
+    return Check(key, title, run, target=target)
+
+
+def accumulator_check(key: str, target: str, agprs: int, moves_in_loop: int, why: str, compile_=None) -> Check:
+    """The accumulators sit in ``agprs`` AGPRs and the K loop moves nothing between the register files
+    (``moves_in_loop`` v_accvgpr_* instructions, 0 for ``cd_regclass="a"``), fp16 and bf16."""
+    compile_ = compile_ or compiled
+    title = (f"{target}: {agprs} AGPRs, {moves_in_loop} v_accvgpr_* moves in the K loop (fp16 and bf16)")
+
+    def run(mod):
+        for dtype in DTYPES:
+            k = compile_(mod, target, dtype)
+            moves = amdgcn.instruction_mix(k)["AGPR move"]
+            b = amdgcn.budget(k, NUM_WARPS)
+            if moves != moves_in_loop:
+                return (f"{dtype}: the K loop moves registers between the files {moves} times (v_accvgpr_read/write/"
+                        f"mov); expected {moves_in_loop} ({why})")
+            if b.agprs != agprs:
+                return f"{dtype}: {b.agprs} AGPRs; expected {agprs} ({why})"
+        return None
+    return Check(key, title, run, target=target)
+
+
 def config_check(key: str = "config_fits", target: str = "gfx950") -> Check:
     """The module's own CONFIG (what its launcher runs), compiled for ``target``, launches there: LDS within what a
     workgroup may allocate (160 KiB on gfx950), registers within the 512 of a lane, nothing spilled
@@ -243,8 +319,10 @@ def config_check(key: str = "config_fits", target: str = "gfx950") -> Check:
         cfg = dict(mod.CONFIG)
         tile = {name: cfg[name] for name in TILE}
         layouts = mod.kernel_layouts(target, **tile, num_warps=cfg.get("num_warps", NUM_WARPS))
+        # The CONFIG's other keys (GROUP_M, NUM_XCDS) are constexprs of the kernel, as the launcher passes them.
+        extra = {name: v for name, v in cfg.items() if name not in TILE and name != "num_warps"}
         sig = signature("bf16")
-        k = compile_cached(mod.matmul_kernel, target, signature=sig, constexprs={**tile, **layouts},
+        k = compile_cached(mod.matmul_kernel, target, signature=sig, constexprs={**tile, **layouts, **extra},
                            aligned=tuple(sig), num_warps=cfg.get("num_warps", NUM_WARPS))
         problem = fits(k, cfg.get("num_warps", NUM_WARPS), cfg)
         if problem:
@@ -345,7 +423,31 @@ VENDOR_SOURCE = ("the vendor's measurement, not ours: AMD's gfx950 Gluon tutoria
                  "4096×4096×8192, rocprofv3, base configuration); the tutorial runs its own ROCm Triton tag, not "
                  "Triton 3.9.0")
 # (TFLOPS, MFMA efficiency from the vendor's thread traces) per version, base configuration.
-VENDOR = {0: (541, 0.2547), 1: (546, 0.2642), 2: (672, 0.3281), 3: (770, 0.4135), 4: (1123, 0.5771)}
+VENDOR = {0: (541, 0.2547), 1: (546, 0.2642), 2: (672, 0.3281), 3: (770, 0.4135), 4: (1123, 0.5771),
+          5: (1128, 0.5835), 6: (1055, 0.5640), 7: (1233, 0.6499), 8: (1257, 0.6903), 9: (1290, 0.6919)}
+# The vendor's configurations beyond the base kernel (same chart), each needing tools of theirs that Triton 3.9.0
+# does not ship: (configuration, TFLOPS, MFMA efficiency).
+VENDOR_VARIANTS = {
+    5: (("llir", 1228, 0.7991),),
+    6: (("llir", 1167, 0.8658),),
+    7: (("llir", 1329, 0.8491), ("llir+force-agpr", 1395, 0.9729), ("llir+force-agpr+amdgcnas", 1384, 0.9828)),
+    8: (("llir", 1360, 0.8865), ("llir+force-agpr", 1408, 0.9779), ("llir+force-agpr+amdgcnas", 1391, 0.9852)),
+    9: (("llir", 1380, 0.8844), ("llir+force-agpr", 1423, 0.9753), ("llir+force-agpr+amdgcnas", 1421, 0.9866)),
+}
+VENDOR_TOOLS = {
+    "llir": ("their LLVM IR scheduler, an out-of-tree LLVM pass plugin built from their repository and loaded "
+             "through LLVM_PASS_PLUGIN_PATH: Triton 3.9.0 can load a pass plugin, but ships none and builds none"),
+    "force-agpr": ("their Triton's TRITON_FORCE_MFMA_AGPR switch (LLVM told to keep every MFMA accumulator in "
+                   "AGPRs: amdgpu-agpr-alloc=256 with amdgpu-mfma-vgpr-form=0); Triton 3.9.0 has no such switch, "
+                   "its own way is cd_regclass='a' on each mfma (lessons 27-29 use it)"),
+    "amdgcnas": ("their assembly post-processor (TRITON_ENABLE_AMDGCN_AS, on their gfx950-tutorial branch of "
+                 "Triton), which Triton 3.9.0 does not have"),
+}
+
+
+def vendor_variant_source(config: str) -> str:
+    """What a vendor configuration needs, in words: ``"llir+force-agpr"`` names both tools."""
+    return "; ".join(f"{tool}: {VENDOR_TOOLS[tool]}" for tool in config.split("+"))
 # The vendor's best fp16 kernel at this shape (their blog, 'From Naive to Near-Peak', 2026-04-28): 1619 TFLOPS.
 VENDOR_BEST = 1619
 VENDOR_BEST_SOURCE = ("the vendor's best fp16 kernel at 4096×4096×8192, 1619 TFLOPS on an MI355 (ROCm blog 'From "
@@ -385,6 +487,10 @@ def vendor_references(version: int) -> tuple[Reference, ...]:
                       f"the vendor's v{version} TFLOPS over clock × matrix cores × FMAs ({peak.source})"),
             Reference(efficiency, "MFMA efficiency", f"v{version}: busy share of the MFMA pipe in the vendor's "
                       "thread traces (their trace tool; not a share of the peak)"),
+            *(Reference(tf, "TFLOPS", f"v{version} with their configuration '{config}', "
+                        f"{VENDOR_SOURCE.replace(', base configuration', '')}; it needs "
+                        f"{vendor_variant_source(config)}")
+              for config, tf, _ in VENDOR_VARIANTS.get(version, ())),
             Reference(VENDOR_BEST, "TFLOPS", VENDOR_BEST_SOURCE))
 
 
@@ -497,9 +603,10 @@ class AmdLab:
 # -- the instruction mix, version by version ----------------------------------------------------------------------
 
 AMD_LESSONS = tuple(f"{n}" for n in range(20, 30))
+MFMA_PER_STEP = 128          # v_mfma_f32_16x16x32 per K step of 64 per wave at the lessons' 256 × 256 tile
 MIX_COLOURS = {"MFMA": "#4C78A8", "LDS read": "#72B7B2", "LDS write": "#54A24B", "buffer load → LDS": "#EECA3B",
                "buffer load": "#F58518", "global load": "#E45756", "store": "#B279A2", "wait": "#FF9DA6",
-               "barrier": "#9D755D", "branch": "#000000", "AGPR move": "#BAB0AC", "VALU": "#D8B5A5", "SALU": "#79706E",
+               "barrier": "#9D755D", "branch": "#000000", "AGPR move": "#BAB0AC", "VALU": "#D8B5A5", "SALU": "#79706E", "scratch": "#D62728",
                "other": "#DDDDDD"}
 
 
@@ -542,11 +649,13 @@ def mix_chart(rows: dict[str, dict], title: str, ax=None, highlight: str | None 
         ax.barh(labels, widths, left=left, color=MIX_COLOURS[name], label=name, edgecolor="white", linewidth=0.4)
         left = [a + b for a, b in zip(left, widths)]
     for y, total in enumerate(left):
-        ax.text(total + 4, y, str(total), va="center", fontsize=8)
+        steps = rows[labels[y]]["MFMA"] // MFMA_PER_STEP
+        ax.text(total + 4, y, str(total) + (f" ({steps} K steps)" if steps > 1 else ""), va="center", fontsize=8)
     for tick in ax.get_yticklabels():
         tick.set_fontweight("bold" if highlight and tick.get_text() == highlight else "normal")
-    ax.set_xlabel("instructions in the K loop (static count, one wave, one K step of 64)", fontsize=9)
-    ax.set_xlim(0, max(left) * 1.12)
+    ax.set_xlabel("instructions in the K loop (static count, one wave, one trip: one K step of 64 unless marked)",
+                  fontsize=9)
+    ax.set_xlim(0, max(left) * 1.22)
     ax.set_title(title, fontsize=10)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=5, fontsize=8, frameon=False)
     if fig is not None:
@@ -554,8 +663,201 @@ def mix_chart(rows: dict[str, dict], title: str, ax=None, highlight: str | None 
     return fig
 
 
+def vendor_chart(ax, labels: list[str]):
+    """Beside ``mix_chart``'s bars (same rows, ``labels`` top first, each ``"vN ..."``): the vendor's MFMA efficiency
+    per version, their base kernel (filled) and their best configuration (hollow, which needs their tools), labelled
+    as theirs with the commit of their chart."""
+    rows = labels[::-1]
+    for y, label in enumerate(rows):
+        version = int(label.split()[0][1:])
+        if version not in VENDOR:
+            continue
+        base = VENDOR[version][1]
+        ax.plot([base * 100], [y], "o", color="#D62728")
+        ax.text(base * 100 - 2, y + 0.28, f"{base:.0%}", fontsize=7, color="#D62728", ha="right")
+        variants = VENDOR_VARIANTS.get(version, ())
+        if variants:
+            config, _, best = max(variants, key=lambda v: v[2])
+            ax.plot([best * 100], [y], "o", markerfacecolor="white", markeredgecolor="#D62728")
+            ax.plot([base * 100, best * 100], [y, y], color="#D62728", linewidth=0.6, linestyle=":")
+            ax.text(best * 100 + 2, y + 0.28, f"{best:.0%} +{config}", fontsize=6, color="#D62728")
+    ax.set_yticks(range(len(rows)), [""] * len(rows))
+    ax.set_ylim(-0.5, len(rows) - 0.5)
+    ax.set_xlim(0, 175)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_xlabel("MFMA busy, % (AMD's traces)", fontsize=8)
+    ax.set_title("AMD's figures, not ours: MI355, their Triton\n(gfx950-gluon-tutorials chart @04322ed8)\n"
+                 "filled: base; hollow: best, needs their tools", fontsize=7)
+
+
 def mix_table(rows: dict[str, dict]) -> list[list]:
     """The mixes as table rows (category, then one count per version), categories every version lacks left out."""
     names = [name for name, _ in amdgcn.MIX if any(r[name] for r in rows.values())]
     return [[name] + [r[name] for r in rows.values()] for name in names] + \
         [["total"] + [sum(r.values()) for r in rows.values()]]
+
+
+# -- the host model (no GPU) ------------------------------------------------------------------------------------
+
+# Problems for the host model: M and N past every tile edge, several tiles of C, and K from one tile to many (with
+# a tail, so that copies past K are masked off). K is a multiple of 16 for the direct-to-LDS kernels (their
+# launchers refuse others); the kernels that take any K (20, 21) also get K that is not.
+MODEL_SHAPES = ((300, 264, 208), (17, 33, 16), (257, 129, 144), (64, 64, 1040))
+ANY_K_MODEL_SHAPES = MODEL_SHAPES + ((65, 33, 37), (1, 1, 1))
+HOST_MODEL_TITLE = ("in the host model (no GPU): C exact on odd shapes, each element written once, no LDS read before "
+                    "the wait that covers its copy, no copy left in flight, every access inside A, B and C")
+
+
+def model_launch(mod, constexprs: dict, num_warps: int = NUM_WARPS, grid=None):
+    """The launch of an AMD lesson's kernel in the host model: ``matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, K, K, N,
+    **constexprs)`` over one program per tile of C (``grid(M, N)`` otherwise), A row-major, B K-contiguous (N×K in
+    memory, stride_bn = K), C row-major."""
+    from ..model.run import run as run_kernel
+    from ..model.shims import Pointer
+
+    def launch(a_buf, b_buf, c_buf, M, N, K):
+        programs = grid(M, N) if grid else -(-M // constexprs["BLOCK_M"]) * -(-N // constexprs["BLOCK_N"])
+        run_kernel(mod.matmul_kernel, programs, Pointer(a_buf), Pointer(b_buf), Pointer(c_buf), M, N, K, K, K, N,
+                   num_warps=num_warps, **constexprs)
+    return launch
+
+
+def model_check(mod, shapes=None, dtype: str = "bf16", target: str = "gfx950", extra: dict | None = None,
+                compile_=None, any_k: bool = False):
+    """Run the module's kernel in the host model at the course's tile: None when C is exact and the protocol holds, a
+    sentence otherwise, Passed(note) when the model does not know an operation the kernel uses."""
+    from ..machine.compile import CompileFailed
+    from ..model import ModelUnsupported
+    from ..model import gemm as model_gemm
+
+    try:
+        (compile_ or compiled)(mod, target, dtype)
+    except CompileFailed:
+        return f"not run: the kernel does not compile for {target} (see above); the model runs compiling kernels"
+    constexprs = {**TILE, **mod.kernel_layouts(target), **(extra or {})}
+    chosen = shapes or (ANY_K_MODEL_SHAPES if any_k else MODEL_SHAPES)
+    try:
+        return model_gemm.check(model_launch(mod, constexprs), chosen, dtype, b_layout="col",
+                                tile=(TILE["BLOCK_M"], TILE["BLOCK_N"]))
+    except ModelUnsupported as e:
+        return Passed(f"not run in the host model: it does not model {e} (nothing concluded)")
+
+
+def host_model_check(key: str = "host_model", target: str = "gfx950", shapes=None, extra: dict | None = None,
+                     compile_=None, any_k: bool = False) -> Check:
+    """The host model as a check (lessons 20 on): the kernel's own Python body run with numpy on small problems
+    (``any_k``: K need not be a multiple of 16, for the kernels that take any K)."""
+    return Check(key, HOST_MODEL_TITLE, lambda mod: model_check(mod, shapes, target=target, extra=extra,
+                                                                 compile_=compile_, any_k=any_k), target=target)
+
+
+def prologue_facts(k) -> tuple[int, int | None]:
+    """(copies into LDS before the K loop, the vmcnt the prologue waits for before its first LDS read)."""
+    instructions = amdgcn.before_loop(k)
+    copies = sum(1 for i in instructions if amdgcn.category(i) == "buffer load → LDS")
+    reads = [n for n, i in enumerate(instructions) if i.opcode.startswith("ds_read")]
+    end = reads[0] if reads else len(instructions)
+    counts = [amdgcn.wait_counts(i)["vmcnt"] for i in instructions[:end]
+              if i.opcode == "s_waitcnt" and amdgcn.wait_counts(i).get("vmcnt", 63) < 63]
+    return copies, (min(counts) if counts else None)
+
+
+def prologue_check(key: str, target: str, copies: int, vmcnt: int, why: str, compile_=None) -> Check:
+    """Before the K loop the kernel starts ``copies`` copies into LDS and, before its first LDS read, waits until at
+    most ``vmcnt`` of them are in flight (the first tile's pieces have landed, the rest stay in flight)."""
+    compile_ = compile_ or compiled
+    title = f"{target}: the prologue starts {copies} copies into LDS and reads LDS after vmcnt({vmcnt}) (fp16 and bf16)"
+
+    def run(mod):
+        for dtype in DTYPES:
+            found = prologue_facts(compile_(mod, target, dtype))
+            if found != (copies, vmcnt):
+                said = "no wait" if found[1] is None else f"vmcnt({found[1]})"
+                return (f"{dtype}: the prologue starts {found[0]} copies into LDS and reads LDS after {said}; expected "
+                        f"{copies} copies and vmcnt({vmcnt}) ({why})")
+        return None
+    return Check(key, title, run, target=target)
+
+
+def loop_waits_check(key: str, target: str, vmcnts: list[int], why: str, compile_=None) -> Check:
+    """The K loop's waits on memory, in order, are exactly ``s_waitcnt vmcnt(n)`` for n in ``vmcnts``."""
+    compile_ = compile_ or compiled
+    shown = ", ".join(f"vmcnt({n})" for n in vmcnts)
+    title = f"{target}: the K loop waits on its copies with {shown} (fp16 and bf16)"
+
+    def run(mod):
+        for dtype in DTYPES:
+            found = amdgcn.loop_vmcnts(compile_(mod, target, dtype))
+            if found != list(vmcnts):
+                said = ", ".join(f"vmcnt({n})" for n in found) or "no wait on memory"
+                return f"{dtype}: the K loop waits with {said}; expected {shown} ({why})"
+        return None
+    return Check(key, title, run, target=target)
+
+
+def xcd_order_check(key: str, order, shapes, strips: dict, why: str) -> Check:
+    """On the host (``model.xcd``): ``order(mod)`` (a function of workgroup id, num_pid_m, num_pid_n giving a tile's
+    row and column) sends the workgroups of every grid in ``shapes`` to each tile exactly once, and on each grid of
+    ``strips`` no XCD reads more than the given number of strips of A and B in a wave."""
+    from ..model import xcd
+    from ..model.orders import visits_each_once
+
+    listed = ", ".join(f"{m}×{n}" for m, n in shapes)
+    title = (f"on the host, workgroups dispatched round robin to {xcd.XCDS} XCDs: every tile of C computed exactly once "
+             f"({listed} tiles), and on " + ", ".join(f"{m}×{n} tiles at most {s}" for (m, n), s in strips.items()) +
+             " strips of A and B per XCD")
+
+    def run(mod):
+        fn = order(mod)
+        for m, n in shapes:
+            problem = visits_each_once(fn, m, n)
+            if problem:
+                return f"{problem}: each workgroup id must get its own tile"
+        notes = []
+        for (m, n), want in strips.items():
+            rows, cols = xcd.workgroup_tiles(fn, m, n)
+            got = xcd.most_strips(rows, cols)
+            if got > want:
+                return (f"on a {m} × {n} grid of tiles one XCD reads {got} strips of A and B in one wave; expected at "
+                        f"most {want} ({why})")
+            notes.append(f"{m}×{n}: {got} strips per XCD")
+        return Passed("; ".join(notes))
+    return Check(key, title, run)
+
+
+# -- variants of a solution, for notebooks and tests -----------------------------------------------------------
+
+def solution_variant(number: str, old: str, new: str, tag: str = "variant"):
+    """Lesson ``number``'s solution with ``old`` (which must occur) replaced by ``new`` everywhere, loaded as a module
+    from a temporary file: what a notebook compiles to show what one change does."""
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    from ..course import lesson, load_module_file
+
+    text = lesson(number).solution_path.read_text()
+    if old not in text:
+        raise ValueError(f"lesson {number}'s solution has no {old[:60]!r}")
+    digest = hashlib.sha1((old + "\0" + new).encode()).hexdigest()[:10]
+    path = Path(tempfile.gettempdir()) / f"gluon_course_{number}_{tag}_{digest}.py"
+    path.write_text(text.replace(old, new))
+    return load_module_file(path, f"gluon_course_{number}_{tag}_{digest}")
+
+
+def planted(number: str, rejected_by: str, index: int = 0):
+    """The module of lesson ``number``'s plant (the ``index``-th of those) rejected by check ``rejected_by``."""
+    from ..course import lesson, load_module_file, load_plants
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    plants = [p for p in load_plants(number) if p.rejected_by == rejected_by]
+    if not plants:
+        raise KeyError(f"lesson {number} has no plant rejected by {rejected_by!r}")
+    plant = plants[index]
+    text = lesson(number).solution_path.read_text()
+    digest = hashlib.sha1(plant.mistake.encode()).hexdigest()[:10]
+    path = Path(tempfile.gettempdir()) / f"gluon_course_{number}_plant_{digest}.py"
+    path.write_text(text.replace(plant.old, plant.new))
+    return load_module_file(path, f"gluon_course_{number}_plant_{digest}")

@@ -14,9 +14,12 @@ IMAGE = "images/amd-gfx950-instruction-mix.png"      # under book/
 
 
 def _description(rows: dict) -> str:
-    """The numbers the plot shows, as latin-1 text (what a PNG text chunk holds)."""
+    """The numbers the plot shows, as latin-1 text (what a PNG text chunk holds): the mixes and the vendor's
+    efficiencies beside them."""
     text = "; ".join(f"{label}: " + ", ".join(f"{k} {v}" for k, v in mix.items() if v) for label, mix in rows.items())
-    return text.replace("→", "->")
+    vendor = "; ".join(f"v{v}: {eff}" + "".join(f", {c} {e}" for c, _, e in amd_gemm.VENDOR_VARIANTS.get(v, ()))
+                       for v, (_, eff) in sorted(amd_gemm.VENDOR.items()))
+    return (text + " | vendor MFMA efficiency: " + vendor).replace("→", "->").replace("×", "x")
 
 
 def draw(path: Path, rows: dict) -> None:
@@ -25,7 +28,12 @@ def draw(path: Path, rows: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = amd_gemm.mix_chart(rows, "The K loop of each AMD GEMM version, gfx950 fp16 (Triton 3.9.0, compiled on a CPU)")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 0.55 * len(rows) + 2.2), sharey=False,
+                                      gridspec_kw={"width_ratios": [3.2, 1.4]})
+    amd_gemm.mix_chart(rows, "The K loop of each AMD GEMM version, gfx950 fp16 (Triton 3.9.0, compiled on a CPU)",
+                       ax=left)
+    amd_gemm.vendor_chart(right, list(rows))
+    fig.tight_layout()
     fig.set_dpi(150)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, metadata={"Description": _description(rows), "Software": None})
@@ -35,7 +43,11 @@ def draw(path: Path, rows: dict) -> None:
 def markdown(rows: dict) -> str:
     if not rows:
         return ""
-    listed = "; ".join(f"{label}: {sum(mix.values())} instructions, {mix['MFMA']} MFMA" for label, mix in rows.items())
+    def steps(mix):
+        n = mix["MFMA"] // amd_gemm.MFMA_PER_STEP
+        return f" over {n} K steps" if n > 1 else ""
+    listed = "; ".join(f"{label}: {sum(mix.values())} instructions{steps(mix)}, {mix['MFMA']} MFMA"
+                       for label, mix in rows.items())
     return "\n".join([
         "### AMD gfx950 (MI350/MI355)", "",
         f"Figures: {amd_gemm.NOT_MEASURED}. The lessons' ranges are provisional ratios to hipBLASLt; each lesson shows "
@@ -43,7 +55,13 @@ def markdown(rows: dict) -> str:
         "#### The K loop, version by version (compiled for gfx950, fp16)", "",
         "![Stacked bars: instructions per category in the K loop of each AMD GEMM version]"
         f"({IMAGE})", "",
-        f"Each bar counts the instructions of one K step of one wave, by what they keep busy: {listed}.", ""])
+        f"Each bar counts the instructions of one trip of the K loop of one wave, by what they keep busy: {listed}.",
+        "",
+        "Beside the bars, AMD's own MFMA efficiency for each version (the busy share of the MFMA pipe in their thread "
+        "traces, MI355, fp16 4096 × 4096 × 8192, their chart in ROCm/gfx950-gluon-tutorials at commit 04322ed8, "
+        "their own build of Triton): filled, their base kernel; hollow, their best configuration, which needs tools "
+        "Triton 3.9.0 does not have (" + "; ".join(f"{t}: {d}" for t, d in amd_gemm.VENDOR_TOOLS.items()) + ").",
+        ""])
 
 
 def update(root: Path, write: bool) -> list[str]:
@@ -69,4 +87,5 @@ def update(root: Path, write: bool) -> list[str]:
             return changed + ["book/results.md"]
     if _replace_between(results, BEGIN, END, markdown(rows), write):
         changed.append("book/results.md")
-    return changed
+    from . import comparison         # the two tracks side by side, from the lessons' own titles and checks
+    return changed + comparison.update(root, write)

@@ -41,6 +41,7 @@ MIX: tuple[tuple[str, str], ...] = (
     ("AGPR move", r"v_accvgpr_"),
     ("VALU", r"v_"),
     ("SALU", r"s_(?!nop\b)"),
+    ("scratch", r"scratch_"),
     ("other", r""),
 )
 MIX_MEANING = {
@@ -57,6 +58,7 @@ MIX_MEANING = {
     "AGPR move": "v_accvgpr_read/write/mov: copies between the ordinary VGPRs and the accumulation registers",
     "VALU": "other vector ALU instructions (addresses, masks, conversions)",
     "SALU": "other scalar instructions (loop counters, exec masks, descriptors)",
+    "scratch": "scratch_load_* / scratch_store_*: registers spilled to memory and read back",
     "other": "s_nop and anything not listed",
 }
 _MIX_RX = tuple((name, re.compile(pattern)) for name, pattern in MIX)
@@ -217,6 +219,8 @@ class Budget:
     lds_bytes: int          # LDS per workgroup, as Triton allocated it
     scratch_bytes: int      # scratch (spill) memory per lane; 0 means no spills
     occupancy: object = field(compare=False, default=None)   # machine.occupancy.Occupancy on this target
+    vgpr_spills: int = 0    # VGPRs the allocator spilled (.vgpr_spill_count)
+    sgpr_spills: int = 0    # SGPRs spilled (.sgpr_spill_count)
 
     def row(self) -> dict:
         return {"VGPR": self.vgprs, "arch VGPR": self.arch_vgprs, "AGPR": self.agprs, "SGPR": self.sgprs,
@@ -245,4 +249,113 @@ def budget(compiled, num_warps: int) -> Budget:
     return Budget(arch_vgprs=arch if arch is not None else res["registers"] - res.get("agprs", 0),
                   agprs=acc if acc is not None else res.get("agprs", 0), vgprs=res["registers"], sgprs=res["sgprs"],
                   lds_bytes=compiled.shared_bytes, scratch_bytes=compiled.spills,
-                  occupancy=occupancy_of(compiled, num_warps))
+                  occupancy=occupancy_of(compiled, num_warps), vgpr_spills=res.get("vgpr_spills", 0),
+                  sgpr_spills=res.get("sgpr_spills", 0))
+
+
+# -- the order of the K loop (lessons 25 on) ----------------------------------------------------------------------
+
+ISSUE_MARKS = {"MFMA": "M", "LDS read": "R", "buffer load → LDS": "C", "buffer load": "L", "global load": "G",
+               "barrier": "|", "AGPR move": "a", "scratch": "S", "branch": "B"}
+
+
+def wait_counts(ins: Instruction) -> dict:
+    """The counters an ``s_waitcnt`` waits on: ``{"vmcnt": 16, "lgkmcnt": 0}`` (a counter it leaves alone is absent)."""
+    return {name: int(n) for name, n in re.findall(r"(vmcnt|lgkmcnt|expcnt)\((\d+)\)", ins.text)}
+
+
+def issue_runs(instructions, marks: dict | None = None) -> list[tuple[str, int]]:
+    """The loop as runs of one mark each, in issue order: ``[("M", 6), ("w vmcnt(0)", 1), ("|", 1), ("C", 1), ...]``.
+    ``marks`` maps MIX categories to a letter (default ``ISSUE_MARKS``); waits on the memory counter are kept as
+    ``"w vmcnt(n)"``, everything else is left out."""
+    marks = ISSUE_MARKS if marks is None else marks
+    runs: list[tuple[str, int]] = []
+    for ins in instructions:
+        cat = category(ins)
+        mark = marks.get(cat)
+        if cat == "wait" and "vmcnt" in wait_counts(ins):
+            mark = f"w vmcnt({wait_counts(ins)['vmcnt']})"
+        if mark is None:
+            continue
+        if runs and runs[-1][0] == mark and not mark.startswith("w "):
+            runs[-1] = (mark, runs[-1][1] + 1)
+        else:
+            runs.append((mark, 1))
+    return runs
+
+
+def issue_string(instructions, marks: dict | None = None) -> str:
+    """``issue_runs`` as one line: ``"M6 w vmcnt(0) | M C M C … R32 B"``."""
+    return " ".join(f"{m}{n if n > 1 else ''}" for m, n in issue_runs(instructions, marks))
+
+
+def first_order(compiled, names) -> list[str]:
+    """``names`` (MIX categories, or ``"vmcnt(n)"`` for a wait on n outstanding memory operations) sorted by where
+    each first occurs in the K loop; a name that never occurs is left out."""
+    instructions = main_loop(compiled).instructions
+    first = {}
+    for i, ins in enumerate(instructions):
+        keys = [category(ins)]
+        if ins.opcode == "s_waitcnt" and "vmcnt" in wait_counts(ins):
+            keys.append(f"vmcnt({wait_counts(ins)['vmcnt']})")
+        for key in keys:
+            first.setdefault(key, i)
+    return sorted((n for n in names if n in first), key=first.get)
+
+
+def regions(compiled) -> list[dict]:
+    """The K loop cut at its barriers (``s_barrier``), each region as its MIX counts. The loop is a cycle, so the
+    instructions after the last barrier belong to the region that starts there and ends at the first barrier of the
+    next trip: there are as many regions as barriers (one region when the loop has none)."""
+    instructions = main_loop(compiled).instructions
+    cuts = [i for i, ins in enumerate(instructions) if ins.opcode == "s_barrier"]
+    if not cuts:
+        spans = [instructions]
+    else:
+        spans = [instructions[a:b] for a, b in zip(cuts, cuts[1:])]
+        spans.append(instructions[cuts[-1]:] + instructions[:cuts[0]])
+    return [{name: sum(1 for ins in span if category(ins) == name) for name, _ in MIX} for span in spans]
+
+
+def mfmas_between(compiled, kind: str = "buffer load → LDS") -> list[int]:
+    """How many MFMAs the K loop issues between one instruction of ``kind`` and the next, in loop order, the last
+    gap running round to the first one of the next trip: ``[1, 1, 1, 2, ...]`` (0: two in a row)."""
+    instructions = main_loop(compiled).instructions
+    at = [i for i, ins in enumerate(instructions) if category(ins) == kind]
+    if not at:
+        return []
+    mfma = [category(ins) == "MFMA" for ins in instructions]
+    gaps = [sum(mfma[a + 1:b]) for a, b in zip(at, at[1:])]
+    gaps.append(sum(mfma[at[-1] + 1:]) + sum(mfma[:at[0]]))
+    return gaps
+
+
+def before_loop(compiled, holding: str = "v_mfma") -> list[Instruction]:
+    """The instructions of the blocks before the K loop's first block (the prologue, in listing order)."""
+    loop = main_loop(compiled, holding)
+    first = loop.blocks[0].name
+    out: list[Instruction] = []
+    for b in blocks(compiled.amdgcn):
+        if b.name == first:
+            break
+        out.extend(b.instructions)
+    return out
+
+
+def loop_vmcnts(compiled) -> list[int]:
+    """The memory counts the K loop waits for, in loop order (``s_waitcnt vmcnt(n)``; 63, the counter's maximum,
+    which waits for nothing, left out)."""
+    return [wait_counts(i)["vmcnt"] for i in main_loop(compiled).instructions
+            if i.opcode == "s_waitcnt" and wait_counts(i).get("vmcnt", 63) < 63]
+
+
+def mfma_register_files(compiled) -> Counter:
+    """Which register file each operand of the K loop's MFMAs lives in: a Counter of (D, A, B, C) tuples of ``"v"``
+    (ordinary VGPRs) and ``"a"`` (AGPRs), e.g. ``{("v", "a", "a", "v"): 128}``: accumulators in VGPRs, operands in
+    AGPRs."""
+    files = Counter()
+    for ins in main_loop(compiled).instructions:
+        if ins.opcode.startswith("v_mfma"):
+            operands = [op.strip() for op in ins.text.split(None, 1)[1].split(",")][:4]
+            files[tuple(op[0] for op in operands)] += 1
+    return files

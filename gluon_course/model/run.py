@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import types
 
-from . import shims
+from . import amd, shims
 from .runtime import ModelUnsupported, Partition, Program, run_partitions
 
 
@@ -54,8 +54,9 @@ def _namespaces() -> dict:
     hop = _Namespace(hopper, "hopper", wgmma, {"mbarrier": mb, "tma": tma_ns})
     amp_mb = _Namespace(ampere_mbarrier, "mbarrier", barrier_ops)
     amp = _Namespace(ampere, "ampere", {"mma_v2": shims._mma_v2}, {"async_copy": cp, "mbarrier": amp_mb})
-    gl_ns = _Namespace(gl, "gl", shims.GL)
-    table = {id(gl): gl_ns, id(mbarrier): mb, id(ampere_mbarrier): amp_mb, id(tma): tma_ns, id(async_copy): cp,
+    amd_table, amd_ns = amd.namespaces(_Namespace)           # AMD's operations (model/amd.py)
+    gl_ns = _Namespace(gl, "gl", shims.GL, {"amd": amd_ns})
+    table = {**amd_table, id(gl): gl_ns, id(mbarrier): mb, id(ampere_mbarrier): amp_mb, id(tma): tma_ns, id(async_copy): cp,
              id(hopper): hop, id(ampere): amp, id(ampere.mma_v2): shims._mma_v2}
     for name, fn in wgmma.items():
         table[id(getattr(hopper, name))] = fn
@@ -97,14 +98,16 @@ def patched(fn):
     if not isinstance(raw, types.FunctionType):
         return fn
     key = id(raw)
-    if key not in _PATCHED:
+    if key not in _PATCHED or _PATCHED[key][0] is not raw:
         globals_ = {}
         fresh = types.FunctionType(raw.__code__, globals_, raw.__name__, raw.__defaults__, raw.__closure__)
         fresh.__kwdefaults__ = raw.__kwdefaults__
-        _PATCHED[key] = fresh
+        # The cache keeps ``raw`` itself: a function made and dropped (a lambda) could otherwise leave its id to a
+        # new one, which would then get the old function's body.
+        _PATCHED[key] = (raw, fresh)
         globals_.update({name: _replacement(value) for name, value in raw.__globals__.items()})
         globals_.setdefault("__builtins__", raw.__globals__.get("__builtins__"))
-    return _PATCHED[key]
+    return _PATCHED[key][1]
 
 
 def run(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:

@@ -266,16 +266,23 @@ def check_read(view: Shared, reader: str, async_proxy: bool = False) -> None:
                         f"{reader} reads {view.name()} before waiting for the TMA copy into it: the copy completes "
                         f"phase {phase} of {bar.name}, but this {me.name}'s waits on that barrier have seen only "
                         f"{seen} phase(s) complete (is the phase parity of the wait right?)")
-            elif kind == "cp.async":
+            elif kind in ("cp.async", "direct-to-LDS"):
                 owner, group = pw[1], pw[2]
                 if group is None or any(g == group for g, _ in owner.cp_groups):
                     raise ModelRace(
-                        f"{reader} reads {view.name()} while the cp.async copy into it may still be in flight: "
-                        "commit its group, then async_copy.wait_group until that group is done")
+                        f"{reader} reads {view.name()} while the {kind} copy into it may still be in flight: "
+                        "commit its group, then async_copy.wait_group until that group is done" +
+                        ("" if group is None else f" (it is group {_group_age(owner, group)} of the "
+                         f"{len(owner.cp_groups)} still in flight, oldest first)"))
             st.pending_write = None
         if async_proxy and st.written_by_threads:
             raise ModelRace(f"{reader} reads {view.name()}, written by the threads' own stores, without "
                             "fence_async_shared() in between: the asynchronous proxy may not see those writes")
+
+
+def _group_age(owner, group) -> int:
+    """1 for the oldest group still in flight, 2 for the next, ..."""
+    return 1 + [g for g, _ in owner.cp_groups].index(group)
 
 
 def check_write(view: Shared, writer: str) -> None:
@@ -363,7 +370,10 @@ def _require_drained(part: Partition) -> None:
         raise ModelRace(f"the {part.name} ends with {len(part.store_groups)} TMA store(s) still reading shared "
                         "memory: tma.store_wait(0) before the end")
     if part.cp_groups or part.cp_uncommitted:
-        raise ModelRace(f"the {part.name} ends with cp.async copies still in flight: async_copy.wait_group(0) "
+        states = list(part.cp_uncommitted) + [st for _, sts in part.cp_groups for st in sts]
+        kind = "direct-to-LDS" if any(st.pending_write and st.pending_write[0] == "direct-to-LDS" for st in states) \
+            else "cp.async"
+        raise ModelRace(f"the {part.name} ends with {kind} copies still in flight: async_copy.wait_group(0) "
                         "before the end")
 
 

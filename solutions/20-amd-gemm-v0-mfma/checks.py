@@ -2,7 +2,7 @@
 masks cost), its budget, the masks; on an AMD GPU correctness and the figure against hipBLASLt."""
 from gluon_course.grading import LessonChecks
 from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
-                                           headline_figure, loop_check, masked_check, refusal_check)
+                                           headline_figure, host_model_check, loop_check, masked_check, refusal_check)
 
 # One K step (BLOCK_K = 64) of one wave, as Triton 3.9.0 compiles it. Each wave owns a 128 × 128 piece of C: 8 × 8
 # tiles of 16 × 16, each needing 64 / 32 = 2 MFMAs of K = 32 on gfx950 (4 of K = 16 on gfx942). The two tiles, 256 × 64
@@ -33,6 +33,7 @@ CHECKS = LessonChecks(
         budget_check("budget_gfx950", "gfx950", BUDGET["gfx950"]),
         masked_check("masked_mnk"),
         config_check(),
+        host_model_check(any_k=True),
         loop_check("loop_gfx942", "gfx942: 256 v_mfma_f32_16x16x16 (half the K per instruction), the same loads, "
                    "LDS trips and branches (fp16 and bf16)", "gfx942", LOOP["gfx942"], WHY),
         budget_check("budget_gfx942", "gfx942", BUDGET["gfx942"]),

@@ -20,4 +20,8 @@ PLANTS = [
           "        a_ptrs += BLOCK_K\n",
           "        a_ptrs += 1\n",
           rejected_by="exact_odd_shapes", gpu=True),
+    Plant("the pointers of A advance by one element instead of one tile (caught on the CPU by the host model, which "
+          "runs the kernel's own code with numpy)",
+          "        a_ptrs += BLOCK_K\n", "        a_ptrs += 1\n",
+          rejected_by="host_model"),
 ]

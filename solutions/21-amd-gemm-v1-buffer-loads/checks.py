@@ -2,7 +2,7 @@
 four branches left in the whole kernel, the VGPRs it costs; on an AMD GPU correctness and the figure."""
 from gluon_course.grading import Check, LessonChecks
 from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
-                                           headline_figure, loop_check, masked_check, refusal_check)
+                                           headline_figure, host_model_check, loop_check, masked_check, refusal_check)
 from gluon_course.machine import amdgcn
 
 # Version 0's K loop with buffer_load_dwordx4 for global_load_dwordx4, and one branch left: the loop's own.
@@ -47,6 +47,7 @@ CHECKS = LessonChecks(
         budget_check("budget_gfx950", "gfx950", BUDGET["gfx950"]),
         masked_check("masked_mnk"),
         config_check(),
+        host_model_check(any_k=True),
         loop_check("loop_gfx942", "gfx942: 256 v_mfma_f32_16x16x16, the same buffer loads and 1 branch (fp16 and "
                    "bf16)", "gfx942", LOOP["gfx942"], WHY),
         kernel_branches("gfx942"),

@@ -19,4 +19,8 @@ PLANTS = [
           "a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)",
           "a_mask = offs_am[:, None] < M",
           rejected_by="exact_odd_shapes", gpu=True),
+    Plant("the K mask of A is dropped (caught on the CPU by the host model): A's last row of tiles reads past A's end",
+          "a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)",
+          "a_mask = offs_am[:, None] < M",
+          rejected_by="host_model"),
 ]

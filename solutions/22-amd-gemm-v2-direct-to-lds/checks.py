@@ -4,7 +4,8 @@ the figure."""
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import LessonChecks
 from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
-                                           correctness_check, headline_figure, loop_check, masked_check, refusal_check)
+                                           correctness_check, headline_figure, host_model_check, loop_check,
+                                           masked_check, refusal_check)
 
 # One K step: the 16 loads of version 1 now write LDS themselves (buffer_load_dwordx4 … lds); nothing is written to
 # LDS from registers; the MFMA operands are read with the same 32 ds_read_b128; two barriers: before the copies
@@ -28,6 +29,7 @@ CHECKS = LessonChecks(
         budget_check("budget_gfx950", "gfx950", BUDGET),
         masked_check("masked_mnk"),
         config_check(),
+        host_model_check(),
     ],
     correctness=[correctness_check(shapes="aligned"), refusal_check(k_multiple=K_MULTIPLE)],
     figures=[headline_figure(2)],

@@ -20,4 +20,8 @@ PLANTS = [
           "b_mask = ((k + offs_bk)[:, None] < K) & (offs_bn[None, :] < N)",
           "b_mask = offs_bn[None, :] < N",
           rejected_by="exact_odd_shapes", gpu=True),
+    Plant("B's offsets advance by BLOCK_K columns instead of BLOCK_K elements of K (caught on the CPU by the host "
+          "model: C comes out wrong)",
+          "        b_offsets += BLOCK_K\n", "        b_offsets += BLOCK_K * stride_bn\n",
+          rejected_by="host_model"),
 ]

@@ -3,8 +3,9 @@ ds_read bank conflicts as the course's model of gfx950's LDS predicts them, the 
 and the padded kernel's K loop; on an AMD GPU correctness and the figure."""
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import Check, LessonChecks, Passed
-from gluon_course.grading.amd_gemm import (TILE, budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
-                                           correctness_check, headline_figure, loop_check, masked_check, refusal_check)
+from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
+                                           correctness_check, headline_figure, host_model_check, loop_check,
+                                           masked_check, refusal_check, TILE)
 from gluon_course.machine import amdgcn
 from gluon_course.memory import lds
 
@@ -119,6 +120,7 @@ CHECKS = LessonChecks(
         budget_check("budget_gfx950", "gfx950", BudgetFacts(67520, vgprs_max=400, why="two padded tiles")),
         masked_check("masked_mnk"),
         config_check(),
+        host_model_check(),
     ],
     correctness=[correctness_check(shapes="aligned"), refusal_check(k_multiple=K_MULTIPLE)],
     figures=[headline_figure(3)],

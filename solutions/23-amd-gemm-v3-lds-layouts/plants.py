@@ -19,4 +19,9 @@ PLANTS = [
           "a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)",
           "a_mask = (offs_am[:, None] < N) & ((k + offs_ak)[None, :] < K)",
           rejected_by="exact_odd_shapes", gpu=True),
+    Plant("A's row mask compares with N instead of M (caught on the CPU by the host model, whose problems include "
+          "M > N)",
+          "a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)",
+          "a_mask = (offs_am[:, None] < N) & ((k + offs_ak)[None, :] < K)",
+          rejected_by="host_model"),
 ]

@@ -4,7 +4,8 @@ the loop lets 16 copies stay outstanding), the prologue's copies before the loop
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import Check, LessonChecks
 from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
-                                           correctness_check, headline_figure, loop_check, masked_check, refusal_check)
+                                           correctness_check, headline_figure, host_model_check, loop_check,
+                                           masked_check, refusal_check)
 from gluon_course.machine import amdgcn
 from gluon_course.machine.occupancy import GFX950
 
@@ -55,6 +56,7 @@ CHECKS = LessonChecks(
               target="gfx950"),
         masked_check("masked_mnk"),
         config_check(),
+        host_model_check(),
     ],
     correctness=[correctness_check(shapes="aligned"), refusal_check(k_multiple=K_MULTIPLE)],
     figures=[headline_figure(4)],

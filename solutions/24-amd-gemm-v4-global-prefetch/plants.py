@@ -23,4 +23,9 @@ PLANTS = [
           "async_copy.buffer_load_to_shared(b_smem.index(0), b_ptr, b_offsets,",
           "async_copy.buffer_load_to_shared(b_smem.index(1), b_ptr, b_offsets,",
           rejected_by="exact_odd_shapes", gpu=True),
+    Plant("the MFMAs read buffer (i + 1) % 2, whose copies the step has just started, instead of i % 2: the machine "
+          "code has the same instructions and waits, only the host model sees the read overtake its copy",
+          "acc = cdna3.mfma(a_smem.index(i % 2).load(a_layout), b_smem.index(i % 2).load(b_layout), acc)",
+          "acc = cdna3.mfma(a_smem.index((i + 1) % 2).load(a_layout), b_smem.index((i + 1) % 2).load(b_layout), acc)",
+          rejected_by="host_model"),
 ]
