@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .validate import INT32_MAX, require_cuda_tensor, require_power_of_two
+from .validate import INT32_MAX, require_matmul_shapes, require_power_of_two
 
 # The MFMA instruction of each target for fp16/bf16 with fp32 accumulation, and the layout that goes with it.
 #   gfx950 (CDNA4): v_mfma_f32_16x16x32_{f16,bf16}: 16×16 outputs, K = 32 per instruction, 8 K elements per lane
@@ -84,21 +84,7 @@ def require_amd_gemm_args(a, b, c, *, buffer_ops: bool = True, k_multiple: int =
     """The AMD lessons' contract: ``a`` (M×K, row-major), ``b`` (K×N, K-contiguous), ``c`` (M×N, row-major), GPU
     tensors of one dtype, bf16 or fp16. With ``buffer_ops`` each must span at most 2^31 - 2 bytes (32-bit buffer
     offsets); ``k_multiple`` is what the direct-to-LDS copies need of K and the row strides. Returns (M, N, K)."""
-    for name, t in (("a", a), ("b", b), ("c", c)):
-        require_cuda_tensor(name, t)
-        if t.dim() != 2:
-            raise ValueError(f"{name} must be a matrix, got {t.dim()} dimensions")
-    if a.dtype not in (torch.float16, torch.bfloat16):
-        raise TypeError(f"a is {a.dtype}; the course's GEMMs take torch.float16 or torch.bfloat16: convert with "
-                        ".to(torch.float16)")
-    if b.dtype != a.dtype or c.dtype != a.dtype:
-        raise TypeError(f"a, b and c must share one dtype, got {a.dtype}, {b.dtype} and {c.dtype}")
-    M, K = a.shape
-    K2, N = b.shape
-    if K2 != K:
-        raise ValueError(f"a is {M}×{K} but b is {K2}×{N}: b needs K = {K} rows, one for each column of a")
-    if tuple(c.shape) != (M, N):
-        raise ValueError(f"c is {tuple(c.shape)} but a·b is ({M}, {N})")
+    M, N, K = require_matmul_shapes(a, b, c)
     if K > 1 and a.stride(1) != 1 or N > 1 and c.stride(1) != 1:
         which = "a" if K > 1 and a.stride(1) != 1 else "c"
         raise ValueError(f"{which} has strides {tuple((a if which == 'a' else c).stride())}; the kernel needs it "

@@ -101,6 +101,18 @@ def signature(k, in_loop: dict, mma_per_step: int, whole: dict, why: dict | None
     return mismatch(tcgen05_ops(k), whole, "in the whole kernel (tcgen05 instructions)", names=NAMES, why=why)
 
 
+def resource_mismatch(k, registers: int, shared_bytes: int, tmem_cols: int) -> str | None:
+    """``Compiled.resource_mismatch`` plus tensor memory: one tcgen05.alloc of ``tmem_cols`` columns, and a program
+    total (``k.metadata.tmem_size``) of the same. None, or a sentence."""
+    problem = k.resource_mismatch(registers, shared_bytes)
+    got = (tmem_columns(k), k.metadata.tmem_size)
+    if problem or got != ([tmem_cols], tmem_cols):
+        return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes, tcgen05.alloc of "
+                f"{got[0]} columns ({got[1]} in all); expected {registers} registers, no spills, {shared_bytes} shared "
+                f"bytes, one allocation of {tmem_cols} columns")
+    return None
+
+
 def show(k, span=None, prefixes=("UTC", "LDTM", "SYNCS", "UTMALDG", "ELECT", "FENCE", "NANOSLEEP")) -> None:
     """Print the instructions of ``span`` (default: the whole kernel) whose opcode starts with one of ``prefixes``."""
     first, last = span or (0, float("inf"))

@@ -143,17 +143,8 @@ def compile_fresh(kernel, target: str, **kw):
 def _triton_source(kernel, signature: dict, constexprs: dict, aligned):
     from triton.compiler import ASTSource
 
-    names = kernel.arg_names
-    full = {}
-    for name in names:
-        if name in constexprs:
-            full[name] = "constexpr"
-        elif name in signature:
-            full[name] = signature[name]
-        else:
-            raise TypeError(f"{kernel.__name__}: give a type for {name!r} in signature= or a value in constexprs=")
-    attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in aligned}
-    return ASTSource(kernel, full, dict(constexprs), attrs)
+    from .machine.compile import source_signature
+    return ASTSource(kernel, *source_signature(kernel, signature, constexprs, aligned))
 
 
 def compile_triton_uncached(kernel, target: str = "sm_90", *, signature: dict, constexprs: dict | None = None,

@@ -114,10 +114,9 @@ def require_interleaved(whole, a, b, whole_name: str = "out") -> None:
 MATMUL_DTYPES = (torch.bfloat16, torch.float16)
 
 
-def require_matmul_args(a, b, c, b_either_way: bool = False) -> tuple[int, int, int]:
-    """The course's GEMM contract: ``a`` (M×K), ``b`` (K×N) and ``c`` (M×N) CUDA tensors, bf16 or fp16, one dtype,
-    each with unit stride along its rows (row-major; any row stride), offsets within 32 bits. Returns (M, N, K).
-    With ``b_either_way``, B may also be the transpose of an N×K row-major matrix (unit stride along K)."""
+def require_matmul_shapes(a, b, c) -> tuple[int, int, int]:
+    """What every GEMM of the course (both vendors) asks of its arguments before any stride: ``a`` (M×K), ``b`` (K×N)
+    and ``c`` (M×N), GPU tensors of one dtype, bf16 or fp16. Returns (M, N, K)."""
     for name, t in (("a", a), ("b", b), ("c", c)):
         require_cuda_tensor(name, t)
         if t.dim() != 2:
@@ -133,6 +132,14 @@ def require_matmul_args(a, b, c, b_either_way: bool = False) -> tuple[int, int, 
         raise ValueError(f"a is {M}×{K} but b is {K2}×{N}: b needs K = {K} rows, one for each column of a")
     if tuple(c.shape) != (M, N):
         raise ValueError(f"c is {tuple(c.shape)} but a·b is ({M}, {N})")
+    return M, N, K
+
+
+def require_matmul_args(a, b, c, b_either_way: bool = False) -> tuple[int, int, int]:
+    """The course's GEMM contract: ``require_matmul_shapes``, and each operand with unit stride along its rows
+    (row-major; any row stride), offsets within 32 bits. Returns (M, N, K).
+    With ``b_either_way``, B may also be the transpose of an N×K row-major matrix (unit stride along K)."""
+    M, N, K = require_matmul_shapes(a, b, c)
     for name, t in (("a", a), ("b", b), ("c", c)):
         if b_either_way and name == "b" and t.shape[1] > 1 and t.stride(1) != 1:
             if t.shape[0] > 1 and t.stride(0) != 1:

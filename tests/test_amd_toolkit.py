@@ -9,7 +9,7 @@ import pytest
 import torch
 import triton
 
-from gluon_course import amd, load_checks, load_solution
+from gluon_course import amd, load_checks, load_solution, validate
 from gluon_course.grading import amd_gemm
 from gluon_course.machine import amdgcn
 from gluon_course.memory import lds
@@ -137,7 +137,7 @@ def test_padded_offsets_and_the_copy_layout_they_imply():
 @pytest.fixture
 def cpu_tensors(monkeypatch):
     """The argument checks run on CPU tensors once the 'must be on the GPU' check is set aside."""
-    monkeypatch.setattr(amd, "require_cuda_tensor", lambda name, t: None)
+    monkeypatch.setattr(validate, "require_cuda_tensor", lambda name, t: None)
 
     def make(M, N, K, dtype=torch.float16):
         return (torch.zeros(M, K, dtype=dtype), torch.zeros(N, K, dtype=dtype).t(), torch.zeros(M, N, dtype=dtype))

@@ -261,6 +261,16 @@ class Compiled:
         """Shared memory (NVIDIA) or LDS (AMD) bytes per block, as Triton allocated them."""
         return int(self.metadata.shared)
 
+    def resource_mismatch(self, registers: int, shared_bytes: int, why: str = "") -> str | None:
+        """None when the kernel takes exactly ``registers`` registers per thread, spills nothing and allocates exactly
+        ``shared_bytes`` of shared memory (LDS on AMD); otherwise a sentence with both, ``why`` (what the expected
+        bytes hold) at its end."""
+        if (self.registers, self.spills, self.shared_bytes) == (registers, 0, shared_bytes):
+            return None
+        shared = f"{shared_bytes} shared bytes" if shared_bytes else "no shared memory"
+        return (f"{self.registers} registers, {self.spills} spill bytes, {self.shared_bytes} shared bytes; expected "
+                f"{registers} registers, no spills, {shared}" + (f" ({why})" if why else ""))
+
     def summary(self) -> str:
         loads = ", ".join(f"{n}× {op}" for op, n in sorted(self.global_loads().items())) or "none"
         stores = ", ".join(f"{n}× {op}" for op, n in sorted(self.global_stores().items())) or "none"
@@ -432,6 +442,14 @@ def compile_kernel(kernel, target: str = "sm_90", *, signature: dict, constexprs
     for name, value in constexprs.items():
         if name not in declared and not _specialized_by_launch(value):
             raise NotConstexpr(kernel, name, value, target)
+    source = GluonASTSource(kernel, *source_signature(kernel, signature, constexprs, aligned))
+    return _compile(source, target, num_warps, tuple(sorted(options.items())), kernel.__name__)
+
+
+def source_signature(kernel, signature: dict, constexprs: dict, aligned) -> tuple[dict, dict, dict]:
+    """(signature, constexprs, attrs) as Triton's ``ASTSource`` and ``GluonASTSource`` take them: every parameter of
+    ``kernel`` typed or marked ``"constexpr"``, and the ``aligned`` ones promised divisible by 16."""
+    names = kernel.arg_names
     full_signature = {}
     for name in names:
         if name in constexprs:
@@ -441,8 +459,7 @@ def compile_kernel(kernel, target: str = "sm_90", *, signature: dict, constexprs
         else:
             raise TypeError(f"{kernel.__name__}: give a type for {name!r} in signature= or a value in constexprs=")
     attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in aligned}
-    source = GluonASTSource(kernel, full_signature, constexprs, attrs)
-    return _compile(source, target, num_warps, tuple(sorted(options.items())), kernel.__name__)
+    return full_signature, dict(constexprs), attrs
 
 
 def amd_backend_available() -> bool:

@@ -96,32 +96,12 @@ def buffer_load_to_shared(dest, ptr, offsets, mask=None, other=None, cache_modif
 
 
 def commit_group():
-    me = current()
-    group = me.group_id()
-    for st in me.cp_uncommitted:
-        if st.pending_write == (KIND, me, None):
-            st.pending_write = (KIND, me, group)
-    me.cp_groups.append((group, me.cp_uncommitted))
-    me.cp_uncommitted = []
-    program().log(me, "commit_group", group=group)
+    shims.cp_commit_group(KIND)
 
 
 def wait_group(num_outstanding=0):
-    me = current()
-    retired = []
-    while len(me.cp_groups) > int(num_outstanding):
-        group, states = me.cp_groups.pop(0)
-        retired.append(group)
-        for st in states:
-            if st.pending_write == (KIND, me, group):
-                st.pending_write = None
-    if int(num_outstanding) == 0:
-        # "uncommitted async operations will be waited upon even if num_outstanding is 0" (Triton's docstring)
-        for st in me.cp_uncommitted:
-            if st.pending_write == (KIND, me, None):
-                st.pending_write = None
-        me.cp_uncommitted = []
-    program().log(me, "wait_group", depth=int(num_outstanding), retired=retired)
+    # "uncommitted async operations will be waited upon even if num_outstanding is 0" (Triton's docstring)
+    shims.cp_wait_group(num_outstanding, KIND, uncommitted_too=True)
 
 
 def load_shared_relaxed(smem, layout=None):

@@ -727,26 +727,34 @@ def cp_async_load(smem, pointer, mask=None, *args, **kwargs):
     program().log(me, "cp.async", slot=smem.name())
 
 
-def cp_commit_group():
+def cp_commit_group(kind="cp.async"):
+    """Close the group of the copies of ``kind`` (cp.async; AMD's direct-to-LDS copies) issued since the last one."""
     me = current()
     group = me.group_id()
     for st in me.cp_uncommitted:
-        if st.pending_write == ("cp.async", me, None):
-            st.pending_write = ("cp.async", me, group)
+        if st.pending_write == (kind, me, None):
+            st.pending_write = (kind, me, group)
     me.cp_groups.append((group, me.cp_uncommitted))
     me.cp_uncommitted = []
     program().log(me, "commit_group", group=group)
 
 
-def cp_wait_group(num_outstanding=0):
+def cp_wait_group(num_outstanding=0, kind="cp.async", uncommitted_too=False):
+    """Retire the oldest groups until at most ``num_outstanding`` are in flight; with ``uncommitted_too`` and a depth
+    of 0, the copies not yet committed as well (what AMD's ``wait_group`` documents)."""
     me = current()
     retired = []
     while len(me.cp_groups) > int(num_outstanding):
         group, states = me.cp_groups.pop(0)
         retired.append(group)
         for st in states:
-            if st.pending_write == ("cp.async", me, group):
+            if st.pending_write == (kind, me, group):
                 st.pending_write = None
+    if uncommitted_too and int(num_outstanding) == 0:
+        for st in me.cp_uncommitted:
+            if st.pending_write == (kind, me, None):
+                st.pending_write = None
+        me.cp_uncommitted = []
     program().log(me, "wait_group", depth=int(num_outstanding), retired=retired)
 
 

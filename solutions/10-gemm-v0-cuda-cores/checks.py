@@ -83,9 +83,9 @@ def fma_signature(target: str):
             stray = {op: n for op, n in k.opcodes().items() if re.match(NOT_EXPECTED, op)}
             if stray:
                 return f"{dtype}: found {stray}; the products must be fp32 FMAs only (no tensor cores, no separate FMUL/FADD)"
-            if k.spills or k.registers != want["registers"] or k.shared_bytes:
-                return (f"{dtype}: {k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes; "
-                        f"expected {want['registers']} registers, no spills, no shared memory")
+            problem = k.resource_mismatch(want["registers"], 0)
+            if problem:
+                return f"{dtype}: {problem}"
         return None
     return run
 

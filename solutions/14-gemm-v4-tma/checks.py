@@ -77,14 +77,8 @@ def _tma_signature(target):
 
 def _resources(target):
     def run(mod):
-        k = compiled(mod, target)
-        got = (k.registers, k.spills, k.shared_bytes)
-        want = (REGISTERS[target], 0, SHARED_BYTES)
-        if got != want:
-            return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes; expected "
-                    f"{want[0]} registers, no spills, {SHARED_BYTES} shared bytes (3 slots of A and B tiles and "
-                    "3 barriers)")
-        return None
+        return compiled(mod, target).resource_mismatch(REGISTERS[target], SHARED_BYTES,
+                                                       "3 slots of A and B tiles and 3 barriers")
     return run
 
 

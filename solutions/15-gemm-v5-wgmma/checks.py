@@ -85,12 +85,7 @@ def signature(mod):
 
 
 def resources(mod):
-    k = compiled(mod)
-    got, want = (k.registers, k.spills, k.shared_bytes), (REGISTERS, 0, SHARED_BYTES)
-    if got != want:
-        return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes; expected "
-                f"{REGISTERS} registers, no spills, {SHARED_BYTES} shared bytes (lesson 14's ring and barriers)")
-    return None
+    return compiled(mod).resource_mismatch(REGISTERS, SHARED_BYTES, "lesson 14's ring and barriers")
 
 
 def store_masked(mod):
@@ -134,14 +129,7 @@ def blackwell_signature(mod):
 
 
 def blackwell_resources(mod):
-    k = blackwell_compiled(mod)
-    got = (k.registers, k.spills, k.shared_bytes, blackwell.tmem_columns(k), k.metadata.tmem_size)
-    want = (BW_REGISTERS, 0, BW_SHARED_BYTES, [BW_TMEM_COLUMNS], BW_TMEM_COLUMNS)
-    if got != want:
-        return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes, tcgen05.alloc of "
-                f"{blackwell.tmem_columns(k)} columns; expected {BW_REGISTERS} registers, no spills, {BW_SHARED_BYTES} "
-                f"shared bytes, one allocation of {BW_TMEM_COLUMNS} columns")
-    return None
+    return blackwell.resource_mismatch(blackwell_compiled(mod), BW_REGISTERS, BW_SHARED_BYTES, BW_TMEM_COLUMNS)
 
 
 # -- on a GPU ------------------------------------------------------------------------------------

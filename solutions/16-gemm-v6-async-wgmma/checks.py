@@ -83,13 +83,7 @@ def refill_after_wait(mod):
 
 
 def resources(mod):
-    k = compiled(mod)
-    got, want = (k.registers, k.spills, k.shared_bytes), (REGISTERS, 0, SHARED_BYTES)
-    if got != want:
-        return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes; expected "
-                f"{REGISTERS} registers, no spills, {SHARED_BYTES} shared bytes (4 slots of A's and B's tiles and "
-                "their barriers)")
-    return None
+    return compiled(mod).resource_mismatch(REGISTERS, SHARED_BYTES, "4 slots of A's and B's tiles and their barriers")
 
 
 def store_masked(mod):

@@ -93,10 +93,9 @@ def ring_set_up_once(mod):
 
 def programs_fit(mod):
     k = compiled(mod)
-    got = (k.registers, k.spills, k.shared_bytes)
-    if got != (REGISTERS, 0, SHARED_BYTES):
-        return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes; expected "
-                f"{REGISTERS}, no spills, {SHARED_BYTES}")
+    problem = k.resource_mismatch(REGISTERS, SHARED_BYTES)
+    if problem:
+        return problem
     fits = occupancy_of(k, TILE["num_warps"]).blocks
     if fits != mod.CONFIG["programs_per_sm"]:
         return (f"{fits} programs fit on an SM but CONFIG launches {mod.CONFIG['programs_per_sm']} per SM: a "

@@ -78,12 +78,7 @@ def both_layouts_of_b(mod):
 
 
 def resources(mod):
-    k = compiled(mod)
-    got, want = (k.registers, k.spills, k.shared_bytes), (REGISTERS, 0, SHARED_BYTES)
-    if got != want:
-        return (f"{k.registers} registers, {k.spills} spill bytes, {k.shared_bytes} shared bytes; expected "
-                f"{REGISTERS} registers, no spills, {SHARED_BYTES} shared bytes")
-    return None
+    return compiled(mod).resource_mismatch(REGISTERS, SHARED_BYTES)
 
 
 def model(mod):
