@@ -9,7 +9,6 @@ import torch
 from gluon_course.course import load_checks, load_solution
 from gluon_course.grading import Check, Expectation, Figure, LessonChecks, Passed, Reference
 from gluon_course.grading.gemm import ABOVE, BELOW, around_first_run, gemm_measure, plain_triton_measure, refuses
-from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.measure.copies import ODD_SHAPES_2D, big_square, check_copy, column_major, copy_figure
 from gluon_course.measure.copies import transposed_output
 from gluon_course.translate import (as_if_on, best_of, compile_fresh, compile_translated, compile_triton, k_loop,
@@ -233,26 +232,9 @@ def launchers_refuse_cpu(mod):
     return refuses(cases)
 
 
-TRANSLATED_GEMM = GemmKernel("pointer", name="tl_matmul_kernel", fixed={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32,
-                             "GROUP_M": 8, "num_warps": 4}, extra_tile_keys=("GROUP_M",), constexprs=lambda *_: {})
-
-
-def host_model(mod):
-    """The translated GEMMs in the host model (gluon_course.model), which runs a Gluon kernel's own code."""
-    from gluon_course.course import load_module_file
-
-    for path in (translation_path("30", "tl_matmul_kernel", "sm_90"), ONE_STEP):
-        try:
-            problem = TRANSLATED_GEMM.model_check(load_module_file(path, f"gluon_course_30_model_{path.stem}"))
-        except RuntimeError as e:
-            if "outside of the scope of a kernel" not in str(e):
-                raise
-            return Passed("not run in the host model: the translation calls its helpers module "
-                          "(triton.tools.triton_to_gluon_translator.hopper_helpers), whose @gluon.jit functions the "
-                          "model does not run (nothing concluded)")
-        if problem:
-            return f"{path.name}: {problem}" if isinstance(problem, str) else problem
-    return None
+# No host-model check: the translations call the translator's helpers module
+# (triton.tools.triton_to_gluon_translator.hopper_helpers), whose @gluon.jit functions the host model does not run, so
+# such a check could conclude nothing. Their correctness is the GPU's to show (gemms_correct).
 
 
 # -- on a GPU ------------------------------------------------------------------------------------------------------
@@ -373,7 +355,6 @@ CHECKS = LessonChecks(
               "copies' accesses (dwordx4 plain, dword translated), MFMA in both GEMMs", gfx950_rows, target="gfx950"),
         Check("launchers_refuse_cpu", "every launcher refuses tensors that are not on a GPU, with a sentence",
               launchers_refuse_cpu),
-        Check("host_model_translated", "the translated GEMMs in the host model", host_model),
     ],
     correctness=[
         Check("plain_copies_exact", "tl_copy and tl_transpose_copy are exact on odd sizes and shapes (random data, "
