@@ -110,6 +110,27 @@ def plain_triton_measure(M: int, N: int, K: int, dtype: str = "bf16") -> Callabl
     return measure
 
 
+def over_plain_triton_measure(M: int, N: int, K: int, dtype: str = "bf16", pairs: int | None = None,
+                              version: str = "the kernel", **config) -> Callable:
+    """A Figure's ``measure``: the module's ``matmul(a, b, c, **config)`` over the course's plain-Triton kernel
+    (autotuned) at one shape, both checked, then timed against each other in ``pairs`` interleaved pairs (default
+    measure.timing.PAIRS); the figure is the median pair's ratio."""
+    def measure(mod):
+        import torch
+
+        from ..measure import plain_triton
+        from ..measure.gemm import paired_speedup
+        from ..measure.timing import PAIRS
+
+        torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        m = paired_speedup(lambda a, b, c: mod.matmul(a, b, c, **config), plain_triton.matmul, M, N, K, torch_dtype,
+                           label=f"{version} over plain Triton", pairs=pairs or PAIRS)
+        m.text = f"{m.details['tflops']:.0f} TFLOPS vs plain Triton's {m.details['before_tflops']:.0f} TFLOPS"
+        m.details["triton_config"] = plain_triton.chosen_config(M, N, K)
+        return m
+    return measure
+
+
 def sweep_measure(version: str, against: str = "library", dtype: str = "bf16", **config) -> Callable:
     """A Figure's ``measure``: the module's matmul on the course's sweep of shapes (measure.gemm.GEMM_SWEEP_SHAPES),
     each shape timed in interleaved pairs against the library (``against="library"``) or against the course's
@@ -122,8 +143,7 @@ def sweep_measure(version: str, against: str = "library", dtype: str = "bf16", *
         import torch
 
         from ..measure import Measurement
-        from ..measure import plain_triton
-        from ..measure.gemm import GEMM_SWEEP_SHAPES, gemm_figure, paired_speedup, summarise
+        from ..measure.gemm import GEMM_SWEEP_SHAPES, gemm_figure, summarise
 
         torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
         run = (lambda a, b, c: mod.matmul(a, b, c, **config))
@@ -132,9 +152,7 @@ def sweep_measure(version: str, against: str = "library", dtype: str = "bf16", *
             if against == "library":
                 m = gemm_figure(run, *shape, torch_dtype, label=f"{version} {shape}")
             else:
-                m = paired_speedup(run, plain_triton.matmul, *shape, torch_dtype, label=f"{version} over plain Triton")
-                m.text = f"{m.details['tflops']:.0f} TFLOPS vs plain Triton's {m.details['before_tflops']:.0f} TFLOPS"
-                m.details["triton_config"] = plain_triton.chosen_config(*shape)
+                m = over_plain_triton_measure(*shape, dtype, version=version, **config)(mod)
             ratios[shape], texts[shape], spreads[shape] = m.value, m.text, m.details["spread"]
         summary = summarise(ratios, texts)
         (worst_shape, worst) = summary.worst
