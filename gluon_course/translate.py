@@ -322,32 +322,32 @@ def best_of(measures: dict, what: str):
 # -- the decision table ----------------------------------------------------------------------------------------------
 
 # Gluon "pays" for a kernel when the course's Gluon version is at least PAYS times as fast as plain Triton; plain
-# Triton "wins" when Gluon is slower by the same factor (below 1 / PAYS). In between, less than 10% either way, plain
-# Triton is enough: it comes that close with fewer lines. The band is wide on purpose: two kernels timed
-# in the same run still move a few percent against each other between runs (see each figure's pairs), and a verdict
-# must not change when the GPU is asked again.
+# Triton "wins" when Gluon is slower by the same factor (1 / PAYS or less). In between plain Triton is enough: it comes
+# within 10% with fewer lines. A tie goes to the simpler code: timed in pairs, a gain decides only if every pair
+# clears the line, since two kernels within a few percent of each other trade places from run to run.
 PAYS = 1.10
 
 
-def verdict(plain: float, gluon: float, translated: float, gain: float | None = None) -> str:
+def verdict(plain: float, gluon: float, translated: float, gain: float | None = None, pairs=()) -> str:
     """What the figures say for one kernel: plain Triton's, the course's Gluon kernel's and the translator's output's
-    same-run ratios to their ceiling (NaN when not recorded). ``gain``, when given, is Gluon over plain Triton timed in
-    pairs against each other (steadier than the quotient of two figures timed apart); otherwise gluon / plain."""
+    same-run ratios to their ceiling (NaN when not recorded). ``gain``, when given, is Gluon over plain Triton timed
+    against each other, the median of ``pairs`` (each pair's ratio); without it, the verdict reads gluon / plain."""
     measured = gain is not None
     if any(v != v for v in (plain, gluon, translated, gain if measured else 0.0)):
         return "not recorded yet"
     if not measured:
         gain = gluon / plain
-    how = ", timed in pairs" if measured else ""
-    said = (f"Gluon pays: {gain:.2f}× plain Triton{how}" if gain >= PAYS else
-            f"plain Triton is enough: Gluon {gain:.2f}×{how}" if gain > 1 / PAYS else
-            f"plain Triton wins: Gluon {gain:.2f}×{how}")
+    low, high = (min(pairs), max(pairs)) if pairs else (gain, gain)
+    how = f" in pairs ({low:.2f}–{high:.2f}×)" if pairs else ""
+    said = (f"Gluon pays: {gain:.2f}× plain Triton{how}" if low >= PAYS else
+            f"plain Triton wins: Gluon {gain:.2f}×{how}" if high <= 1 / PAYS else
+            f"plain Triton is enough: Gluon {gain:.2f}×{how}")
     return f"{said}; the translation runs at {translated / plain:.2f}× plain Triton"
 
 
 def decision_table(rows: dict, figures: dict, lines: dict, machine: dict) -> tuple[list, list]:
     """The lesson's decision table, from its rows: ``rows`` {kernel: {"plain": key, "translated": key, "gluon": key}}
-    (figure keys; an optional "gain": key, Gluon over plain Triton timed in pairs, then decides the verdict),
+    (figure keys; an optional "gain": key, Gluon over plain Triton timed in pairs, decides the verdict),
     ``figures`` {key: Shown} (live or recorded; NaN when not recorded), ``lines`` {key: lines of kernel code},
     ``machine`` {key: a short machine-code signature}. Returns (table rows, headers) for display.table."""
     def ratio(key):
@@ -359,8 +359,9 @@ def decision_table(rows: dict, figures: dict, lines: dict, machine: dict) -> tup
         first = True
         for role in ("plain", "translated", "gluon"):
             key = keys[role]
-            gain = figures[keys["gain"]].value if "gain" in keys else None
-            said = verdict(*(figures[keys[r]].value for r in ("plain", "gluon", "translated")), gain) if first else ""
+            gain = figures[keys["gain"]] if "gain" in keys else None
+            said = verdict(*(figures[keys[r]].value for r in ("plain", "gluon", "translated")),
+                           *((gain.value, gain.details.get("ratios", ())) if gain else ())) if first else ""
             out.append([kernel if first else "", role, ratio(key), lines[key], machine[key], said])
             first = False
     return out, ["kernel", "row", "speed (same-run ratio)", "lines", "machine code", "verdict"]

@@ -83,16 +83,20 @@ def test_the_decision_table_follows_the_figures():
     assert verdict(0.95, 0.96, 0.9).startswith("plain Triton is enough")
     assert verdict(0.95, 0.90, 0.9).startswith("plain Triton is enough")     # 0.947×: inside the 10% band
     assert verdict(0.95, 0.80, 0.9).startswith("plain Triton wins")
-    # A gain timed in pairs decides over the quotient of the two figures, and says so.
+    # A gain timed in pairs decides over the quotient of the two figures, and only if every pair clears the line.
     assert verdict(0.95, 1.06, 0.07).startswith("Gluon pays: 1.12×")
-    assert verdict(0.95, 1.06, 0.07, 1.05).startswith("plain Triton is enough: Gluon 1.05×, timed in pairs")
-    assert verdict(0.95, 1.06, 0.07, nan) == "not recorded yet"
+    assert verdict(0.95, 1.06, 0.07, 1.10, [1.21, 1.10, 1.07]).startswith(
+        "plain Triton is enough: Gluon 1.10× in pairs (1.07–1.21×)")
+    assert verdict(0.95, 1.06, 0.07, 1.12, [1.11, 1.12, 1.20]).startswith("Gluon pays: 1.12× plain Triton in pairs")
+    assert verdict(0.95, 0.80, 0.9, 0.88, [0.85, 0.88, 0.905]).startswith("plain Triton wins")
+    assert verdict(0.95, 0.80, 0.9, 0.88, [0.85, 0.88, 0.92]).startswith("plain Triton is enough")
+    assert verdict(0.95, 1.06, 0.07, nan, []) == "not recorded yet"
     figures = {k: SimpleNamespace(value=v) for k, v in (("p", 0.8), ("t", nan), ("g", 1.0))}
     rows, headers = decision_table({"GEMM": {"plain": "p", "translated": "t", "gluon": "g"}}, figures,
                                    {"p": 30, "t": 31, "g": 120}, {"p": "a", "t": "b", "g": "c"})
     assert len(headers) == len(rows[0]) and [r[2] for r in rows] == ["0.80×", "not recorded yet", "1.00×"]
     assert rows[0][-1] == "not recorded yet"
-    figures.update(t=SimpleNamespace(value=0.07), gain=SimpleNamespace(value=1.25))
+    figures.update(t=SimpleNamespace(value=0.07), gain=SimpleNamespace(value=1.25, details={"ratios": [1.2, 1.25, 1.3]}))
     rows, _ = decision_table({"GEMM": {"plain": "p", "translated": "t", "gluon": "g", "gain": "gain"}}, figures,
                              {"p": 30, "t": 31, "g": 120}, {"p": "a", "t": "b", "g": "c"})
-    assert rows[0][-1].startswith("Gluon pays: 1.25× plain Triton, timed in pairs") and rows[1][-1] == ""
+    assert rows[0][-1].startswith("Gluon pays: 1.25× plain Triton in pairs (1.20–1.30×)") and rows[1][-1] == ""
