@@ -81,15 +81,16 @@ def test_the_decision_table_follows_the_figures():
     assert verdict(nan, 1.0, 0.1) == "not recorded yet"
     assert verdict(0.80, 1.00, 0.05).startswith("Gluon pays: 1.25×")
     assert verdict(0.95, 0.96, 0.9).startswith("plain Triton is enough")
-    assert verdict(0.95, 0.90, 0.9).startswith("plain Triton is enough")     # 0.947×: inside the 10% band
-    assert verdict(0.95, 0.80, 0.9).startswith("plain Triton wins")
+    assert verdict(0.95, 0.80, 0.9).startswith("plain Triton is enough")     # 0.84×: inside the band
+    assert verdict(0.95, 0.75, 0.9).startswith("plain Triton wins")
     # A gain timed in pairs decides over the quotient of the two figures, and only if every pair clears the line.
-    assert verdict(0.95, 1.06, 0.07).startswith("Gluon pays: 1.12×")
-    assert verdict(0.95, 1.06, 0.07, 1.10, [1.21, 1.10, 1.07]).startswith(
-        "plain Triton is enough: Gluon 1.10× in pairs (1.07–1.21×)")
-    assert verdict(0.95, 1.06, 0.07, 1.12, [1.11, 1.12, 1.20]).startswith("Gluon pays: 1.12× plain Triton in pairs")
-    assert verdict(0.95, 0.80, 0.9, 0.88, [0.85, 0.88, 0.905]).startswith("plain Triton wins")
-    assert verdict(0.95, 0.80, 0.9, 0.88, [0.85, 0.88, 0.92]).startswith("plain Triton is enough")
+    assert verdict(0.95, 1.06, 0.07).startswith("plain Triton is enough: Gluon 1.12×")
+    assert verdict(0.80, 1.00, 0.07).startswith("Gluon pays: 1.25×")
+    assert verdict(0.95, 1.06, 0.07, 1.22, [1.19, 1.22, 1.30]).startswith(
+        "plain Triton is enough: Gluon 1.22× in pairs (1.19–1.30×)")
+    assert verdict(0.95, 1.06, 0.07, 1.25, [1.21, 1.25, 1.30]).startswith("Gluon pays: 1.25× plain Triton in pairs")
+    assert verdict(0.95, 0.80, 0.9, 0.80, [0.78, 0.80, 0.83]).startswith("plain Triton wins")
+    assert verdict(0.95, 0.80, 0.9, 0.80, [0.78, 0.80, 0.84]).startswith("plain Triton is enough")
     assert verdict(0.95, 1.06, 0.07, nan, []) == "not recorded yet"
     figures = {k: SimpleNamespace(value=v) for k, v in (("p", 0.8), ("t", nan), ("g", 1.0))}
     rows, headers = decision_table({"GEMM": {"plain": "p", "translated": "t", "gluon": "g"}}, figures,
