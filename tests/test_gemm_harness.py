@@ -300,6 +300,16 @@ def test_paired_figure_is_the_median_pair_ratio_and_says_its_spread():
     assert timed.details()["pairs"] == 3
 
 
+def test_the_median_pair_divides_to_the_figure_where_the_sides_medians_need_not():
+    from gluon_course.measure.timing import Paired
+
+    # Five pairs shaped like lesson 30's v9 over plain Triton: each side's median divides to 1.10, the figure is 1.07.
+    timed = Paired(kernel_ms=[1.40, 1.50, 1.45, 1.60, 1.55], ceiling_ms=[1.70, 1.60, 1.50, 1.75, 1.65])
+    kernel, ceiling = timed.median_pair
+    assert ceiling / kernel == timed.ratio and abs(timed.ceiling / timed.kernel - timed.ratio) > 0.02
+    assert Paired([1.0, 2.0], [1.0, 3.0]).median_pair == (1.5, 2.0)      # even: no single median pair
+
+
 def test_a_clock_change_during_a_measurement_moves_both_sides_of_a_pair():
     from gluon_course.measure.timing import Paired
 

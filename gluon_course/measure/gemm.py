@@ -284,8 +284,10 @@ def paired_speedup(launch, before, M: int = 8192, N: int = 8192, K: int = 8192, 
     del a, b, c
     free_cache()
     now, then = tflops(M, N, K, timed.kernel), tflops(M, N, K, timed.ceiling)
+    pair = [tflops(M, N, K, ms) for ms in timed.median_pair]
     return Measurement(timed.ratio, f"{now:.0f} TFLOPS vs {then:.0f} TFLOPS",
-                       {"tflops": now, "before_tflops": then, **timed.details()})
+                       {"tflops": now, "before_tflops": then, "median_pair_tflops": [round(r, 1) for r in pair],
+                        **timed.details()})
 
 
 # -- shape sweep ---------------------------------------------------------------------------------

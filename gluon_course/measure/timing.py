@@ -63,6 +63,16 @@ class Paired:
     def ceiling(self) -> float:
         return _median(self.ceiling_ms)
 
+    @property
+    def median_pair(self) -> tuple[float, float]:
+        """(kernel ms, ceiling ms) of the pair whose ratio is ``ratio`` (an odd number of pairs; with an even number
+        the median falls between two pairs, and each side's median time is given instead). Its two rates divide to
+        the figure, which each side's median time, taken from different pairs, need not."""
+        if len(self.kernel_ms) % 2 == 0:
+            return self.kernel, self.ceiling
+        i = sorted(range(len(self.ratios)), key=self.ratios.__getitem__)[len(self.ratios) // 2]
+        return self.kernel_ms[i], self.ceiling_ms[i]
+
     def details(self) -> dict:
         return {"pairs": len(self.kernel_ms), "ratios": [round(r, 4) for r in self.ratios],
                 "spread": round(self.spread, 4), "kernel_ms_each": [round(m, 5) for m in self.kernel_ms],
