@@ -326,10 +326,10 @@ def best_of(measures: dict, what: str):
 # within PAYS with fewer lines, on every GPU Triton supports. A tie goes to the simpler code: timed in pairs, a gain
 # decides only if every pair clears the line. Why 20%: a line has to sit outside what moves between runs. It was 1.10
 # until that line gave both verdicts for v9 over plain Triton at bf16 8192³ on one idle H200 in one day (medians 1.04×
-# to 1.10×, one live run with every pair above 1.10×; later 1.18×, pairs 1.16–1.26×, in a process whose plain-Triton
-# autotuner chose a slower tile: results/trials/nvidia-h200-2026-12-01-decision-gain.json). 1.20 is a round line
-# chosen after seeing the first of those, not derived; the rest of the case is the cost (more lines, for one
-# architecture). A run whose autotuner picks that slower tile sits close to it.
+# to 1.10× and one live run with every pair above 1.10×; results/trials/nvidia-h200-2026-12-01-decision-gain.json).
+# 1.20 is a round line chosen after seeing those, not derived; the rest of the case is the cost (more lines, for one
+# architecture). Later runs read 1.06× and 1.18× (pairs 1.16–1.26×), the second in a process whose plain-Triton
+# autotuner chose a slower tile: such a run sits close to the line.
 PAYS = 1.20
 
 
