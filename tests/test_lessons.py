@@ -1,6 +1,7 @@
 """Every lesson, discovered from its folder: starter in sync with its solution, the solution passes its checks
 (machine code here; correctness on a GPU), the starter fails them clearly, every declared target is checked,
 and every planted mistake is rejected by the check it names."""
+import ast
 import subprocess
 import sys
 
@@ -87,8 +88,50 @@ def test_plant_is_rejected(number, plant, tmp_path):
     module = _planted_module(number, plant, tmp_path)
     check = load_checks(number).CHECKS.check(plant.rejected_by)
     outcome = run_check(check, module, number)
-    assert not outcome.ok, f"{check.key} accepted the planted mistake: {plant.mistake}"
+    assert outcome.failed, (f"{check.key} accepted the planted mistake: {plant.mistake}" if outcome.ok else
+                            f"{check.key} could not decide on the planted mistake ({outcome.detail}): {plant.mistake}")
     assert outcome.detail, "a rejection must say what is wrong"
+    # The rejection is a sentence the course wrote (or a compiler message it translated), never the text of an
+    # exception Python raised in passing: 'str' object has no attribute 'get' tells a learner nothing.
+    assert outcome.raised not in INCIDENTAL, (f"{check.key} rejected the plant by an incidental {outcome.raised}, not "
+                                              f"a sentence: {outcome.detail}")
+
+
+# Exceptions Python raises when code goes wrong on its own, as opposed to an error the course or Triton raises with
+# a sentence of its own (CompileFailed, NotConstexpr, the launchers' ValueErrors).
+INCIDENTAL = {"AttributeError", "NameError", "KeyError", "IndexError", "TypeError", "ZeroDivisionError",
+              "UnboundLocalError", "RuntimeError"}
+
+
+def _module_level_names(path):
+    """Every name a module binds at its top level, with the lines that bind it (a subscript or attribute assignment
+    binds nothing new)."""
+    bound = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n.id for t in targets for n in ([t] if isinstance(t, ast.Name) else
+                                                     t.elts if isinstance(t, (ast.Tuple, ast.List)) else [])
+                     if isinstance(n, ast.Name)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [(a.asname or a.name).split(".")[0] for a in node.names]
+        else:
+            names = []
+        for name in names:
+            bound.setdefault(name, []).append(node.lineno)
+    return bound
+
+
+@pytest.mark.parametrize("number", NUMBERS)
+def test_checks_and_plants_bind_each_name_once(number):
+    """A checks module that binds a name twice (a hint table, then a figure's sentence) hands the later value to
+    every function that reads the earlier: the hints then crash. One binding per name makes that impossible."""
+    the = LESSONS[number]
+    for path in (the.checks_path, the.plants_path):
+        twice = {name: lines for name, lines in _module_level_names(path).items() if len(lines) > 1}
+        assert not twice, f"{path.relative_to(repo_root())} binds {twice} more than once: give each its own name"
 
 
 @gpu

@@ -9,9 +9,9 @@
 - ``report``    the generated tables (website results page, README lesson table)
 - ``scaffold``  a new lesson's author folder, ready to fill
 """
-from .checks import Check, CourseTarget, Expectation, Figure, LessonChecks, Passed, Plant, Reference
+from .checks import Check, CourseTarget, Expectation, Figure, LessonChecks, NotChecked, Passed, Plant, Reference
 from . import records
 from .runner import check, measure_figure, run_check
 
-__all__ = ["Check", "CourseTarget", "Expectation", "Figure", "LessonChecks", "Passed", "Plant", "Reference", "check",
+__all__ = ["Check", "CourseTarget", "Expectation", "Figure", "LessonChecks", "NotChecked", "Passed", "Plant", "Reference", "check",
            "measure_figure", "run_check"]

@@ -12,8 +12,9 @@ Every check and figure has a **key**: a short identifier that never changes when
 Records (``results/<gpu>.json``), planted mistakes and the README use keys, never sentences.
 
 Each check's ``run`` takes the lesson *module* (the solution, or a learner's starter) and returns ``None``
-when it passes, ``Passed(note)`` when it passes with something worth showing, or one sentence saying what is
-wrong; so the same checks grade both.
+when it passes, ``Passed(note)`` when it passes with something worth showing, ``NotChecked(why)`` when it could
+not decide on this machine (the host model met an operation it does not model: counted as neither a pass nor a
+failure, printed as "not checked here: why"), or one sentence saying what is wrong; so the same checks grade both.
 """
 from __future__ import annotations
 
@@ -110,10 +111,17 @@ class Passed:
 
 
 @dataclass(frozen=True)
+class NotChecked:
+    """What a check returns when it cannot decide here, and says why (the host model does not know an operation the
+    kernel uses, say). It is not a pass: the runner prints "not checked here: <why>" and counts it apart."""
+    why: str
+
+
+@dataclass(frozen=True)
 class Check:
     key: str                                            # stable: records and plants name it
     title: str                                          # the sentence a learner reads
-    run: Callable[[object], "str | Passed | None"]
+    run: Callable[[object], "str | Passed | NotChecked | None"]
     target: str | None = None                           # the compile target it reads; None: host code / GPU run
     gpu: bool = False                                   # needs a GPU (a correctness check)
 

@@ -3,6 +3,10 @@ the prologue", then the counts themselves, so a learner reads what is wrong befo
 from __future__ import annotations
 
 
+class CourseBug(Exception):
+    """An error in the course's own checks: the runner lets it through with its traceback (it is not a learner's)."""
+
+
 def _plural(n: int) -> str:
     return "was" if n == 1 else "were"
 
@@ -13,6 +17,10 @@ def mismatch(got: dict, want: dict, where: str = "", dtype: str | None = None, n
 
     names: opcode → what it is in words ("a commit group").
     why:   opcode → a hint, or (hint when there are too few, hint when there are too many)."""
+    for label, table in (("names", names), ("why", why)):
+        if table is not None and not isinstance(table, dict):
+            # A course bug, not a learner's mistake (a checks module rebound its hint table's name): never a sentence.
+            raise CourseBug(f"mismatch({label}=...) takes a dict of opcode → words, not {type(table).__name__}")
     if got == want:
         return None
     names, why = names or {}, why or {}

@@ -19,7 +19,7 @@ from typing import Callable
 
 from ..machine import compile_cached, tensor_descriptor_type
 from ..machine.occupancy import LIMITS, occupancy_of
-from .checks import Passed
+from .checks import NotChecked
 
 TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K")
 # A launch turns integer arguments equal to 1 into constants: the unit strides of row-major A, B and C.
@@ -111,10 +111,10 @@ class GemmKernel:
 
     # -- the host model ----------------------------------------------------------------------------
     def model_check(self, mod, shapes=None, config: dict | None = None, dtype: str = "bf16",
-                    sms: int = 1, target: str = "sm_90") -> "str | Passed | None":
+                    sms: int = 1, target: str = "sm_90") -> "str | NotChecked | None":
         """Run the module's kernel in the host model on ``shapes`` (with ``sms`` SMs' worth of persistent programs).
-        None when C is exact and the protocol holds; a sentence otherwise; Passed(note) when the model does not
-        know an operation the kernel uses (nothing is concluded then)."""
+        None when C is exact and the protocol holds; a sentence otherwise; NotChecked(why) when the model does not
+        know an operation the kernel uses: nothing is concluded then, and the runner says so."""
         from ..machine.compile import CompileFailed
         from ..model import ModelUnsupported
         from ..model import gemm as model_gemm
@@ -138,7 +138,8 @@ class GemmKernel:
             return model_gemm.check(launch, shapes, dtype, b_layout=b_layout if self.kind != "pointer" else "row",
                                     tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]))
         except ModelUnsupported as e:
-            return Passed(f"not run in the host model: it does not model {e} (nothing concluded)")
+            return NotChecked(f"the host model does not model {e}, so it could not run this kernel's protocol; the GPU "
+                              "checks (correctness, hang protection, compute-sanitizer) still judge it there")
 
 
 def fits(k, num_warps: int, cfg: dict | None = None) -> str | None:

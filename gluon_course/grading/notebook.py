@@ -66,7 +66,7 @@ class Lab:
         ok_all, said = True, []
         for check in self.checks.machine_code:
             outcome = run_check(check, self.module, self.lesson.number)
-            ok_all &= outcome.ok
+            ok_all &= not outcome.failed
             print(shown_once(outcome, said))
         return ok_all
 

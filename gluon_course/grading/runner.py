@@ -14,7 +14,7 @@ from pathlib import Path
 from ..course import lesson, load_checks, load_solution, load_starter
 from ..machine.compile import BackendMissing, CompileFailed
 from ..measure.device import free_cache, gpu_name, has_gpu, runs_lessons_for
-from .checks import Check, Figure, Passed
+from .checks import Check, Figure, NotChecked, Passed
 from .errors import explain
 
 # What a lesson module (a learner's starter, a planted mistake) can throw: the course turns these into a
@@ -34,10 +34,18 @@ LEARNER_ERRORS = (CompileFailed, NotImplementedError, BackendMissing, AssertionE
 class Outcome:
     key: str
     title: str
-    ok: bool
+    ok: bool                   # passed
     detail: str = ""
+    unchecked: bool = False    # neither passed nor failed: the check could not decide here (detail says why)
+    raised: str = ""           # the exception's class when the check ended in one (a compile error, a launch error)
+
+    @property
+    def failed(self) -> bool:
+        return not self.ok and not self.unchecked
 
     def line(self) -> str:
+        if self.unchecked:
+            return f"· {self.title}: not checked here: {self.detail}"
         return f"{'✓' if self.ok else '✗'} {self.title}" + (f": {self.detail}" if self.detail else "")
 
 
@@ -63,18 +71,23 @@ def run_check(check: Check, module, number: str | None = None) -> Outcome:
     try:
         problem = check.run(module)
     except LEARNER_ERRORS as e:  # noqa: PERF203 - one check at a time
-        return Outcome(check.key, check.title, False, explain(e, number))
+        return Outcome(check.key, check.title, False, explain(e, number), raised=type(e).__name__)
     if check.gpu:
         free_cache()
     if isinstance(problem, Passed):
         return Outcome(check.key, check.title, True, problem.note)
+    if isinstance(problem, NotChecked):
+        return Outcome(check.key, check.title, False, problem.why, unchecked=True)
+    if problem is not None and not isinstance(problem, str):
+        raise TypeError(f"check {check.key!r} returned {problem!r}: a check returns None, Passed, NotChecked or a "
+                        "sentence")
     return Outcome(check.key, check.title, problem is None, problem or "")
 
 
 def shown_once(outcome: Outcome, said: list) -> str:
     """The outcome's line, or, when a failure repeats a failure already printed (one compile error behind several
     checks), the check's title and a pointer to it: a learner reads each error once."""
-    if outcome.ok or not outcome.detail:
+    if not outcome.failed or not outcome.detail:
         return outcome.line()
     if outcome.detail in said:
         return f"✗ {outcome.title}: the same error as above"
@@ -117,13 +130,13 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
         out("0 passed, 1 failed")
         return False
     out(f"Lesson {the.number} · {the.title} · checking {_relative(shown)}")
-    passed = failed = 0
+    passed = failed = unchecked = 0
 
     out(f"machine code (compiled here for {', '.join(checks.targets)}; no GPU needed):")
     said: list[str] = []
     for c in checks.machine_code:
         o = run_check(c, module, the.number)
-        passed, failed = passed + o.ok, failed + (not o.ok)
+        passed, failed, unchecked = passed + o.ok, failed + o.failed, unchecked + o.unchecked
         out("  " + shown_once(o, said).replace("\n", "\n  "))
 
     gpu_parts = f"{len(checks.correctness)} correctness checks, {len(checks.figures)} figures"
@@ -141,7 +154,7 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
         out(f"on the GPU ({gpu_name()}):")
         for c in checks.correctness:
             o = run_check(c, module, the.number)
-            passed, failed = passed + o.ok, failed + (not o.ok)
+            passed, failed, unchecked = passed + o.ok, failed + o.failed, unchecked + o.unchecked
             out("  " + o.line().replace("\n", "\n  "))
         if figures and not failed:
             for f in checks.figures:
@@ -151,7 +164,8 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
                     f"{f.expect.describe()} {o.verdict}" + (f"; {o.target_line}" if o.target_line else ""))
     checked_here = runs_lessons_for(checks.targets)
     tail = "" if checked_here or failed else " (machine code only: correctness not checked on this machine)"
-    out(f"{passed} passed, {failed} failed{tail}")
+    not_checked = f", {unchecked} not checked here" if unchecked else ""
+    out(f"{passed} passed, {failed} failed{not_checked}{tail}")
     return failed == 0
 
 

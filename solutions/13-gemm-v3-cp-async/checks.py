@@ -78,7 +78,7 @@ def model(mod):
 # What the machine code's pipeline instructions are, for the sentences of a count that is off.
 NAMES = {"LDGSTS.E.BYPASS.128": "a 16-byte cp.async copy", "LDGDEPBAR": "a commit group",
          "DEPBAR.LE": "a wait_group", "LDSM.16.M88.4": "ldmatrix of A", "LDSM.16.MT88.4": "ldmatrix of B (transposed)"}
-WHY = {"LDGDEPBAR": ("a commit_group is missing: one per tile, in the prologue and in the loop", "a commit too many"),
+HINTS = {"LDGDEPBAR": ("a commit_group is missing: one per tile, in the prologue and in the loop", "a commit too many"),
        "DEPBAR.LE": ("a wait_group is missing (one in the loop, one after it)", "a wait too many"),
        "LDGSTS.E.BYPASS.128": ("a tile's copies are missing (prologue or loop)", "copies of a tile too many")}
 
@@ -88,7 +88,7 @@ def _pipeline(target):
         for dtype, hmma in DTYPES.items():
             found = pipeline_ops(compiled(mod, target, dtype))
             want = {**EXPECTED, hmma: HMMA_COUNT}
-            problem = mismatch(found, dict(sorted(want.items())), "in the whole kernel", dtype, NAMES, WHY)
+            problem = mismatch(found, dict(sorted(want.items())), "in the whole kernel", dtype, NAMES, HINTS)
             if problem:
                 return problem
         return None

@@ -50,7 +50,7 @@ mbarrier_ops = tma_gemm.tma_ops
 # What each TMA and mbarrier instruction is, for the sentences of a count that is off.
 NAMES = {"UTMALDG.2D": "a TMA tile copy", "SYNCS.EXCH.64": "mbarrier.init", "SYNCS.ARRIVE.TRANS64": "expect()",
          "SYNCS.PHASECHK.TRANS64.TRYWAIT": "mbarrier.wait", "SYNCS.CCTL.IV": "mbarrier.invalidate"}
-WHY = {"UTMALDG.2D": ("a tile's copy is missing (A's and B's per refill)", "a copy too many"),
+HINTS = {"UTMALDG.2D": ("a tile's copy is missing (A's and B's per refill)", "a copy too many"),
        "SYNCS.ARRIVE.TRANS64": ("an expect() is missing: its barrier's phase can never complete", "")}
 
 
@@ -58,7 +58,7 @@ def _tma_signature(target):
     def run(mod):
         for dtype in ("bf16", "fp16"):
             k = compiled(mod, target, dtype)
-            problem = mismatch(mbarrier_ops(k), MBARRIER_OPS, "in the whole kernel", dtype, NAMES, WHY)
+            problem = mismatch(mbarrier_ops(k), MBARRIER_OPS, "in the whole kernel", dtype, NAMES, HINTS)
             if problem:
                 return problem
             moved = {**k.global_loads(), **k.family("async_copy")}
@@ -66,7 +66,7 @@ def _tma_signature(target):
                 return f"{dtype}: A and B should arrive by TMA only, but the kernel also loads {moved}"
             loop = in_main_loop(k)
             want = {**IN_LOOP, HMMA[dtype]: MMA_PER_STEP}
-            problem = mismatch({op: loop.get(op, 0) for op in want}, want, "in the K loop", dtype, NAMES, WHY)
+            problem = mismatch({op: loop.get(op, 0) for op in want}, want, "in the K loop", dtype, NAMES, HINTS)
             if problem:
                 return problem
             if k.count(HMMA[dtype]) != MMA_PER_STEP:

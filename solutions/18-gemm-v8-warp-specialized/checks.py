@@ -48,7 +48,7 @@ SHARED_BYTES = 196788                    # the 4-slot ring (196608) and 8 barrie
 NAMES = {"UTMALDG.2D": "a TMA box copy", "SYNCS.ARRIVE.TRANS64": "expect()",
          "SYNCS.ARRIVE.TRANS64.A1T0": "a release of a slot (arrive on empty)", "SYNCS.PHASECHK.TRANS64.TRYWAIT":
          "an mbarrier wait", "SYNCS.EXCH.64": "mbarrier.init", "SYNCS.CCTL.IV": "mbarrier.invalidate"}
-WHY = {"SYNCS.ARRIVE.TRANS64.A1T0": ("a release is missing: the producer would wait for that slot forever", ""),
+HINTS = {"SYNCS.ARRIVE.TRANS64.A1T0": ("a release is missing: the producer would wait for that slot forever", ""),
        "UTMALDG.2D": ("", "the consumers copy: every copy belongs to the producer partition"),
        "SYNCS.ARRIVE.TRANS64": ("", "the consumers expect(): the producer announces its own copies")}
 
@@ -85,7 +85,7 @@ def consumer_loop(mod):
         k = compiled(mod, "sm_90", dtype)
         loop = k.opcodes_between(*k.loop_holding("HGMMA"))
         want = {**CONSUMER_LOOP, tma_gemm.HGMMA_OPCODE[dtype].format(n=INSTR_N): MMA_PER_STEP}
-        problem = mismatch({op: loop.get(op, 0) for op in want}, want, "in the consumers' K loop", dtype, NAMES, WHY)
+        problem = mismatch({op: loop.get(op, 0) for op in want}, want, "in the consumers' K loop", dtype, NAMES, HINTS)
         if problem:
             return problem
         if sum(loop.values()) != CONSUMER_LOOP_INSTRUCTIONS:
@@ -97,7 +97,7 @@ def consumer_loop(mod):
 def producer(mod):
     for dtype in ("bf16", "fp16"):
         problem = mismatch(tma_gemm.tma_ops(compiled(mod, "sm_90", dtype)), TMA_OPS, "in the whole kernel", dtype,
-                           NAMES, WHY)
+                           NAMES, HINTS)
         if problem:
             return problem
     return None

@@ -42,7 +42,7 @@ SHARED_BYTES = 213164
 NAMES = {"STSM.16.M88.4": "stmatrix (registers to shared memory)", "UTMASTG.2D": "a TMA store",
          "FENCE.VIEW.ASYNC.S": "a proxy fence", "DEPBAR.LE": "a bulk-group wait (tma.store_wait)",
          "STG.E": "a plain store of C"}
-WHY = {"FENCE.VIEW.ASYNC.S": ("fence_async_shared() is missing between c_smem.store and the TMA store", ""),
+HINTS = {"FENCE.VIEW.ASYNC.S": ("fence_async_shared() is missing between c_smem.store and the TMA store", ""),
        "UTMASTG.2D": ("C's tile is not stored by TMA (tma.async_store)", ""),
        "STG.E": ("", "C is stored by the threads: the epilogue should go through c_smem and tma.async_store"),
        "DEPBAR.LE": ("a tma.store_wait is missing (before c_smem is written again, and at the end)", "")}
@@ -55,7 +55,7 @@ def compiled(mod, target="sm_90", dtype="bf16", b_kn=True):
 def epilogue(mod):
     for dtype in ("bf16", "fp16"):
         k = compiled(mod, "sm_90", dtype)
-        problem = mismatch({op: k.count(op) for op in EPILOGUE}, EPILOGUE, "in the whole kernel", dtype, NAMES, WHY)
+        problem = mismatch({op: k.count(op) for op in EPILOGUE}, EPILOGUE, "in the whole kernel", dtype, NAMES, HINTS)
         if problem:
             return problem
     return None
