@@ -23,7 +23,7 @@ from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descript
 from gluon_course.validate import empty_product, require_matmul_args
 
 # Lesson 17's tile, ring and order: 128 × 256 × 64 in two consumer warpgroups (num_warps = 8), 4 slots, groups of
-# 8 rows of tiles; plus one producer warp that keeps LOAD_REGS registers per thread.
+# 8 rows of tiles; one producer warp, its warpgroup's 4 warps at LOAD_REGS registers (the consumers: 232 for 40).
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 4, "GROUP_M": 8,
           "LOAD_REGS": 40}
 
