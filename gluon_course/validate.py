@@ -114,11 +114,15 @@ def require_interleaved(whole, a, b, whole_name: str = "out") -> None:
 MATMUL_DTYPES = (torch.bfloat16, torch.float16)
 
 
-def require_matmul_shapes(a, b, c) -> tuple[int, int, int]:
+def require_matmul_shapes(a, b, c, on_gpu: bool = True) -> tuple[int, int, int]:
     """What every GEMM of the course (both vendors) asks of its arguments before any stride: ``a`` (M×K), ``b`` (K×N)
-    and ``c`` (M×N), GPU tensors of one dtype, bf16 or fp16. Returns (M, N, K)."""
+    and ``c`` (M×N), GPU tensors of one dtype, bf16 or fp16. Returns (M, N, K). ``on_gpu=False`` leaves out the
+    device (a launcher that has checked it already, or a CPU test of the rest)."""
     for name, t in (("a", a), ("b", b), ("c", c)):
-        require_cuda_tensor(name, t)
+        if on_gpu:
+            require_cuda_tensor(name, t)
+        elif not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() != 2:
             raise ValueError(f"{name} must be a matrix, got {t.dim()} dimensions")
     if a.dtype not in MATMUL_DTYPES:
@@ -135,11 +139,11 @@ def require_matmul_shapes(a, b, c) -> tuple[int, int, int]:
     return M, N, K
 
 
-def require_matmul_args(a, b, c, b_either_way: bool = False) -> tuple[int, int, int]:
+def require_matmul_args(a, b, c, b_either_way: bool = False, on_gpu: bool = True) -> tuple[int, int, int]:
     """The course's GEMM contract: ``require_matmul_shapes``, and each operand with unit stride along its rows
     (row-major; any row stride), offsets within 32 bits. Returns (M, N, K).
     With ``b_either_way``, B may also be the transpose of an N×K row-major matrix (unit stride along K)."""
-    M, N, K = require_matmul_shapes(a, b, c)
+    M, N, K = require_matmul_shapes(a, b, c, on_gpu=on_gpu)
     for name, t in (("a", a), ("b", b), ("c", c)):
         if b_either_way and name == "b" and t.shape[1] > 1 and t.stride(1) != 1:
             if t.shape[0] > 1 and t.stride(0) != 1:

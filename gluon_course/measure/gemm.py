@@ -29,6 +29,13 @@ GEMM_ODD_SHAPES = ((1, 1, 1), (17, 33, 65), (128, 128, 128), (1000, 1000, 1000),
 # The bf16 sweep of lessons 15–19 and the capstone (M, N, K).
 GEMM_SWEEP_SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 2048), (8192, 8192, 16384),
                      (16384, 16384, 4096), (4096, 4096, 16384), (2048, 2048, 8192))
+# The shapes a model runs (lesson 32): A·Wᵀ for M tokens against the projections of an 8B-class transformer,
+# (N, K) = attention q/o (4096, 4096), fused q/k/v (6144, 4096), the MLP's up/gate (14336, 4096) and down
+# (4096, 14336), each at M = 1 (one token decoded) ... 8192 (a long prefill); and a 128256-word output layer at
+# M = 1, 16, 2048. 31 shapes, (M, N, K).
+MODEL_M = (1, 16, 64, 128, 512, 2048, 8192)
+MODEL_NK = ((4096, 4096), (6144, 4096), (14336, 4096), (4096, 14336))
+MODEL_SHAPES = tuple((m, n, k) for n, k in MODEL_NK for m in MODEL_M) + tuple((m, 128256, 4096) for m in (1, 16, 2048))
 
 
 # -- arguments -----------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None) -> t
 
     if c is None:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-    M, N, K = require_matmul_args(a, b, c)
+    M, N, K = require_matmul_args(a, b, c, b_either_way=True)      # tl.dot takes B either way: by its strides
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
     tl_matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                            c.stride(1))
@@ -67,4 +67,125 @@ def chosen_config(M: int, N: int, K: int) -> str:
             kw = config.kwargs
             return (f"{kw['BLOCK_M']}×{kw['BLOCK_N']}×{kw['BLOCK_K']}, {config.num_stages} stages, "
                     f"{config.num_warps} warps")
+    return "not tuned yet"
+
+
+# -- The model shapes (lesson 32): the same kernel with split-K, over a space a Triton user would write -------------
+# (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_stages, num_warps). The first four are tiles for many rows; then tiles that
+# split K for shapes with fewer tiles than SMs; then small BLOCK_M for a few rows (tl.dot takes mma.sync there, as
+# wgmma needs 64 rows). prune() drops what a user would not try for a shape: a BLOCK_M over twice the rows, a split
+# longer than K's steps, a split when the tiles already fill the GPU.
+LINEAR_CONFIGS = ((128, 256, 64, 1, 3, 8), (128, 128, 64, 1, 4, 4), (128, 256, 32, 1, 4, 8), (64, 256, 64, 1, 4, 4),
+                  (128, 128, 64, 2, 4, 4), (128, 128, 64, 4, 4, 4), (64, 128, 128, 2, 4, 4), (64, 128, 128, 4, 4, 4),
+                  (16, 128, 128, 4, 5, 4), (16, 128, 128, 8, 5, 4), (32, 128, 128, 4, 4, 4), (16, 256, 128, 4, 4, 4),
+                  (32, 64, 128, 8, 4, 4), (64, 64, 128, 8, 4, 4))
+SMS = 132
+
+
+def _linear_configs():
+    return [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 8, "SPLIT_K": s}, num_stages=st,
+                          num_warps=w) for m, n, k, s, st, w in LINEAR_CONFIGS]
+
+
+def prune(configs, named_args, **kwargs):
+    M, N, K = named_args["M"], named_args["N"], named_args["K"]
+    kept = []
+    for c in configs:
+        kw = c.kwargs
+        tiles = triton.cdiv(M, kw["BLOCK_M"]) * triton.cdiv(N, kw["BLOCK_N"])
+        if kw["BLOCK_M"] > 2 * max(16, M) or kw["SPLIT_K"] > triton.cdiv(K, kw["BLOCK_K"]):
+            continue
+        if kw["SPLIT_K"] > 1 and tiles >= SMS:
+            continue
+        kept.append(c)
+    return kept or configs[:1]
+
+
+@triton.autotune(configs=_linear_configs(), key=["M", "N", "K"], prune_configs_by={"early_config_prune": prune})
+@triton.jit
+def tl_linear_kernel(a_ptr, b_ptr, c_ptr, partial_ptr, arrivals_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                     stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr):
+    """tl_matmul_kernel with K split SPLIT_K ways: program ``pid`` sums slice ``pid % SPLIT_K`` of tile
+    ``pid // SPLIT_K``; the last to arrive at the tile's counter adds the slices in order (deterministic, as lesson
+    32's kernel does) and resets the counter."""
+    pid = tl.program_id(0)
+    tile = pid // SPLIT_K
+    split = pid % SPLIT_K
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    tiles_per_group = GROUP_M * num_pid_n
+    first_pid_m = (tile // tiles_per_group) * GROUP_M
+    group_rows = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile % tiles_per_group) % group_rows
+    pid_n = (tile % tiles_per_group) // group_rows
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    k_first = split * k_tiles // SPLIT_K
+    k_last = (split + 1) * k_tiles // SPLIT_K
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = k_first * BLOCK_K + tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(k_first, k_last):
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (tl.arange(0, BLOCK_K)[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(tl.arange(0, BLOCK_K)[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if SPLIT_K == 1:
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+    else:
+        in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        slices = partial_ptr + tile * (SPLIT_K * BLOCK_M * BLOCK_N)
+        tl.store(slices + split * (BLOCK_M * BLOCK_N) + in_tile, acc)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT_K - 1:
+            total = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            for s in range(SPLIT_K):
+                total += tl.load(slices + s * (BLOCK_M * BLOCK_N) + in_tile, cache_modifier=".cg")
+            tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=c_mask)
+            tl.atomic_xchg(arrivals_ptr + tile, 0)
+
+
+_SCRATCH: dict = {}
+
+
+def linear(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None) -> torch.Tensor:
+    """C = A·B with plain Triton for the model shapes (B K × N or w.t()), autotuned per (M, N, K) over
+    ``LINEAR_CONFIGS`` (split-K included). The scratch for the slices is sized for any configuration of the space."""
+    from ..validate import require_matmul_args
+
+    if c is None:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    M, N, K = require_matmul_args(a, b, c, b_either_way=True)
+    if M == 0 or N == 0:
+        return c
+    if K == 0:
+        return c.zero_()
+    key = (M, N, a.device)
+    if key not in _SCRATCH:
+        most = max(s for *_, s, _, _ in ((m, n, k, s, st, w) for m, n, k, s, st, w in LINEAR_CONFIGS))
+        cells = triton.cdiv(M, 16) * 16 * triton.cdiv(N, 64) * 64 * most
+        _SCRATCH[key] = (torch.empty(cells, dtype=torch.float32, device=a.device),
+                         torch.zeros(triton.cdiv(M, 16) * triton.cdiv(N, 64), dtype=torch.int32, device=a.device))
+    partial, arrivals = _SCRATCH[key]
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]) * meta["SPLIT_K"],)  # noqa
+    tl_linear_kernel[grid](a, b, c, partial, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                           c.stride(0), c.stride(1))
+    return c
+
+
+def chosen_linear_config(M: int, N: int, K: int) -> str:
+    """The configuration ``linear``'s autotuner picked for a shape (after a call), as text."""
+    for key, config in tl_linear_kernel.cache.items():
+        if tuple(key[:3]) == (M, N, K):
+            kw = config.kwargs
+            return (f"{kw['BLOCK_M']}×{kw['BLOCK_N']}×{kw['BLOCK_K']}, split {kw['SPLIT_K']}, {config.num_stages} "
+                    f"stages, {config.num_warps} warps")
     return "not tuned yet"

@@ -121,3 +121,146 @@ def copy_ceiling_tbs(nbytes: int = L2_DEFEATING_BYTES) -> float:
 def tflops(m: int, n: int, k: int, ms: float) -> float:
     """Tera floating-point operations per second of an M×N×K matrix product: 2·M·N·K / time."""
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+def host_us_per_call(fn, calls: int = 200, repeats: int = 5) -> float:
+    """Microseconds of host time one call of ``fn`` takes to issue its GPU work (median of ``repeats``).
+
+    The GPU is first given a sleep long enough to outlast the calls, so no call ever waits for the GPU: the time
+    measured is the host's alone (argument checks, descriptors, Triton's binding, the driver's launch), which
+    ``do_bench`` cannot separate from the kernel's. ``fn`` must have run once before (compiled, autotuned, warm)."""
+    require_gpu("the host cost of a call")
+    runs = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        # ~2 GHz × (400 µs per call, far more than any launcher here) of sleeping: the queue never drains.
+        torch.cuda._sleep(int(2e9 * 400e-6 * calls))
+        t0 = _now()
+        for _ in range(calls):
+            fn()
+        runs.append((_now() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return _median(runs)
+
+
+def _now() -> float:
+    import time
+
+    return time.perf_counter()
+
+
+def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
+    """Milliseconds of GPU time per call of ``fn``, its launches replayed from a CUDA graph: no host between the
+    kernels, so this is the kernel's own time (the median of ``replays`` replays of ``calls`` captured calls).
+
+    Inputs stay where the graph captured them, so whatever fits in L2 stays there between calls: for a GEMM that
+    streams its operands from HBM once per call (small M), this reads high; ``do_bench`` flushes L2 first."""
+    require_gpu("a CUDA-graph timing")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()                                  # warm on the side stream, as capture requires
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    del graph
+    return _median(times)
+
+
+def cold_kernel_ms(fn, calls: int = 10, replays: int = 5, flush_bytes: int = 256 << 20) -> float:
+    """Milliseconds of GPU time per call of ``fn`` with L2 emptied before each call, as do_bench empties it, but
+    without do_bench's own cost per call (an event pair and the launch's latency around a short kernel).
+
+    Two CUDA graphs are replayed: ``calls`` × (overwrite a 256 MiB buffer, ``fn``) and ``calls`` × (the overwrite
+    alone); the difference over ``calls`` is what ``fn`` adds. For a kernel that streams its operands from HBM
+    once (a GEMM at small M) this is the time to set against the memory roofline."""
+    require_gpu("a cold-L2 kernel timing")
+    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+
+    def capture(body):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            body()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                body()
+        return graph
+
+    with_fn = capture(lambda: (flush.zero_(), fn()))
+    alone = capture(lambda: flush.zero_())
+
+    def replay_ms(graph) -> float:
+        graph.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(replays):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+        return _median(times)
+
+    both, flushes = replay_ms(with_fn), replay_ms(alone)
+    del with_fn, alone, flush
+    return max(both - flushes, 0.0) / calls
+
+
+class ClockSampler:
+    """The SM clock (MHz) and board power (W) sampled by nvidia-smi every ``period_ms`` while the block runs:
+    a power-capped GPU runs its tensor cores below their boost clock, and a share of peak should say at which.
+
+        with ClockSampler() as clocks:
+            ...time something...
+        clocks.median_mhz, clocks.median_w"""
+
+    def __init__(self, period_ms: int = 50):
+        self.period_ms, self.samples, self._proc = period_ms, [], None
+
+    def __enter__(self):
+        import shutil
+        import subprocess
+
+        tool = shutil.which("nvidia-smi")
+        if tool:
+            self._proc = subprocess.Popen([tool, "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                                           f"-lms={self.period_ms}", "-i", str(torch.cuda.current_device())],
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return self
+
+    def __exit__(self, *exc):
+        if self._proc is None:
+            return False
+        self._proc.terminate()
+        out, _ = self._proc.communicate(timeout=5)
+        for line in out.splitlines():
+            try:
+                mhz, watts = (float(x) for x in line.split(","))
+            except ValueError:
+                continue
+            self.samples.append((mhz, watts))
+        return False
+
+    @property
+    def median_mhz(self) -> float:
+        return _median([s[0] for s in self.samples]) if self.samples else float("nan")
+
+    @property
+    def median_w(self) -> float:
+        return _median([s[1] for s in self.samples]) if self.samples else float("nan")

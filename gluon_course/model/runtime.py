@@ -150,6 +150,7 @@ class Partition:
     cp_uncommitted: list = field(default_factory=list)
     cp_groups: list = field(default_factory=list)      # committed, not yet waited: [(id, slots)]
     store_groups: list = field(default_factory=list)   # TMA stores not yet waited: [(id, slot)]
+    unbarriered_stores: bool = False                   # global stores by the threads since the partition's barrier
     next_group: int = 0
     blocked_on: str = ""
     ready: object = None

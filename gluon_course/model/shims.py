@@ -144,6 +144,51 @@ def store(pointer, value, mask=None, *args, **kwargs):
     offsets, values, mask_b = _broadcast(pointer.offsets, np.asarray(value, dtype=np.float32),
                                          np.asarray(mask, dtype=bool))
     pointer.buffer.write(offsets, round_to(values, pointer.buffer.dtype), mask_b)
+    current().unbarriered_stores = True
+
+
+def _cta_barrier(*args, **kwargs):
+    """gl.barrier(): every thread of the partition has made its stores before any thread goes on."""
+    current().unbarriered_stores = False
+
+
+def _atomic(pointer, update, what: str):
+    """An atomic read-modify-write of global memory: every element of ``pointer`` read, replaced by
+    ``update(old)``, and the old values returned. The model runs one program at a time, so each atomic sees every
+    write made before it; what ordering the GPU needs around it (sem=, a barrier before it) is the kernel's to get
+    right, and only a GPU run tests it."""
+    if not isinstance(pointer, Pointer):
+        raise ModelUnsupported(f"gl.{what} on something other than a pointer")
+    offsets = np.asarray(pointer.offsets)
+    everywhere = np.ones(offsets.shape, dtype=bool)
+    old = pointer.buffer.read(offsets, everywhere)
+    pointer.buffer.write(offsets, round_to(np.asarray(update(old), dtype=np.float32), pointer.buffer.dtype),
+                         everywhere)
+    program().log(current(), what, buffer=pointer.buffer.name)
+    return as_tensor(old)
+
+
+def atomic_add(pointer, val, mask=None, sem=None, scope=None):
+    if mask is not None:
+        raise ModelUnsupported("a masked gl.atomic_add")
+    _require_announced(pointer, sem)
+    return _atomic(pointer, lambda old: old + np.asarray(value_of(val), dtype=np.float32), "atomic_add")
+
+
+def _require_announced(pointer, sem) -> None:
+    """A scalar atomic is made by one thread: with release semantics it orders that thread's own earlier stores,
+    not the other threads'. Those are ordered before it only by a barrier among the partition's threads first."""
+    if np.ndim(pointer.offsets) == 0 and sem in (None, "release", "acq_rel") and current().unbarriered_stores:
+        raise ModelRace(f"a release atomic on {pointer.buffer.name} by one thread follows global stores that the "
+                        "partition's other threads may not have made yet: put gl.barrier() between the stores and "
+                        "the atomic, so that what it announces is all there")
+
+
+def atomic_xchg(pointer, val, mask=None, sem=None, scope=None):
+    if mask is not None:
+        raise ModelUnsupported("a masked gl.atomic_xchg")
+    return _atomic(pointer, lambda old: np.broadcast_to(np.asarray(value_of(val), dtype=np.float32), old.shape),
+                   "atomic_xchg")
 
 
 # -- shared memory ---------------------------------------------------------------------------------
@@ -510,10 +555,10 @@ GL = {
     "arange": _arange, "zeros": _zeros, "full": _full, "load": load, "store": store,
     "convert_layout": _identity, "set_auto_layout": _identity, "cdiv": _cdiv, "minimum": _minimum,
     "maximum": _maximum, "where": _where, "static_range": _static_range, "expand_dims": _expand_dims,
-    "sum": _sum, "dot_fma": _dot_fma, "allocate_shared_memory": allocate_shared_memory, "barrier": _nothing,
+    "sum": _sum, "dot_fma": _dot_fma, "allocate_shared_memory": allocate_shared_memory, "barrier": _cta_barrier,
     "warp_specialize": warp_specialize, "multiple_of": _identity, "max_contiguous": _identity,
     "max_constancy": _identity, "assume": _nothing, "static_assert": _static_assert, "cast": _cast, "reshape": _reshape,
-    "permute": _permute,
+    "permute": _permute, "atomic_add": atomic_add, "atomic_xchg": atomic_xchg,
 }
 
 

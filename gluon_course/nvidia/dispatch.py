@@ -1,0 +1,156 @@
+"""Which configuration a GEMM shape gets (lesson 32): a table written by a tuning run on a GPU, committed with its
+provenance, and one stated rule for the shapes the table does not list.
+
+A table is a JSON file (``results/tuning/<gpu>-linear.json``):
+
+    {"provenance": {"gpu": ..., "triton": ..., "torch": ..., "date": ..., "commit": ..., "how": ...},
+     "entries": [{"M": 16, "N": 4096, "K": 4096, "b": "nk", "config": {...}, "us": 11.2, "candidates": 14}, ...]}
+
+``b`` is "nk" for B given as w.t() (W N × K row-major, how ``nn.Linear`` keeps it) and "kn" for B K × N row-major.
+
+The rule for a shape the table lacks, in order:
+1. the same (N, K, b) is in the table: the entry of the nearest M (by log₂ M; a tie goes to the larger M), with
+   SPLIT_K lowered to what this K allows;
+2. otherwise by the shape: M ≤ 64 swaps A and B (a 128-row tile of W, M padded to a power of two ≥ 16) and splits K
+   until the work units fill the SMs, up to 8 ways; a shape whose 128 × 128 tiles are fewer than the SMs takes that
+   tile and splits K the same way, up to 4; everything else takes lesson 19's 128 × 256 tile.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The SM count the rule plans for when it is not told (an H100 SXM or H200 has 132).
+SMS = 132
+BASE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8, "LOAD_REGS": 40,
+        "SPLIT_K": 1, "SWAP_AB": False}
+KEYS = tuple(BASE)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _splits(units: int, k_steps: int, sms: int, most: int) -> int:
+    """The split of K that brings ``units`` tiles closest to filling ``sms`` SMs, at most ``most`` and never more
+    than the K steps (no empty slice)."""
+    split = 1
+    while split < most and units * split * 2 <= sms and split * 2 <= k_steps:
+        split *= 2
+    return split
+
+
+def rule(M: int, N: int, K: int, b_kn: bool = False, sms: int = SMS) -> dict:
+    """Rule 2 of the module's docstring: a configuration from the shape alone."""
+    k_steps = _cdiv(K, 64)
+    if M <= 64:
+        width = max(16, 1 << max(0, (M - 1).bit_length()))
+        tiles = _cdiv(N, 128)
+        return {**BASE, "BLOCK_M": 128, "BLOCK_N": width, "num_warps": 4, "STAGES": 6, "SWAP_AB": True,
+                "SPLIT_K": _splits(tiles, k_steps, sms, 8)}
+    tiles = _cdiv(M, 128) * _cdiv(N, 128)
+    if tiles < sms:
+        return {**BASE, "BLOCK_N": 128, "num_warps": 4, "STAGES": 4, "SPLIT_K": _splits(tiles, k_steps, sms, 4)}
+    return dict(BASE)
+
+
+@dataclass
+class DispatchTable:
+    entries: dict = field(default_factory=dict)        # (M, N, K, "nk" | "kn") -> config
+    provenance: dict = field(default_factory=dict)
+    sms: int = SMS
+
+    @classmethod
+    def load(cls, path: str | Path) -> "DispatchTable":
+        data = json.loads(Path(path).read_text())
+        entries = {}
+        for e in data["entries"]:
+            unknown = set(e["config"]) - set(KEYS)
+            if unknown:
+                raise ValueError(f"{path}: entry {e['M']}×{e['N']}×{e['K']} has unknown keys {sorted(unknown)}")
+            entries[(e["M"], e["N"], e["K"], e["b"])] = {**BASE, **e["config"]}
+        return cls(entries, data.get("provenance", {}), data.get("sms", SMS))
+
+    def config(self, M: int, N: int, K: int, b_kn: bool = False) -> dict:
+        """The configuration for one shape: the table's, else the module's rule (1, then 2)."""
+        b = "kn" if b_kn else "nk"
+        found = self.entries.get((M, N, K, b))
+        if found is not None:
+            return dict(found)
+        same = [m for (m, n, k, bb) in self.entries if (n, k, bb) == (N, K, b)]
+        if same and M > 0:
+            nearest = min(same, key=lambda m: (abs(math.log2(m) - math.log2(M)), -m))
+            cfg = dict(self.entries[(nearest, N, K, b)])
+            steps = _cdiv(K, cfg["BLOCK_K"])
+            cfg["SPLIT_K"] = max(1, min(cfg["SPLIT_K"], steps))
+            if cfg["SWAP_AB"] and M > cfg["BLOCK_N"] * 4:
+                return rule(M, N, K, b_kn, self.sms)     # a swap tile sized for a few rows would waste most of it
+            return cfg
+        return rule(M, N, K, b_kn, self.sms)
+
+    def to_json(self) -> dict:
+        return {"provenance": self.provenance, "sms": self.sms,
+                "entries": [{"M": m, "N": n, "K": k, "b": b, "config": {key: cfg[key] for key in KEYS}}
+                            for (m, n, k, b), cfg in sorted(self.entries.items())]}
+
+
+# -- The tuning space: what the tuning command (tools/gpu/tune_linear.py) times for each shape ----------------------
+# Tiles without swap-AB: (BLOCK_M, BLOCK_N, STAGES, num_warps), BLOCK_K 64; with swap-AB: W's rows per tile
+# (BLOCK_M), the activations' rows padded to a power of two (BLOCK_N), and the ring (BLOCK_K, STAGES).
+TILES = ((128, 256, 3, 8), (128, 128, 4, 8), (128, 128, 4, 4), (64, 128, 6, 4), (64, 256, 4, 4))
+SWAP_ROWS = (64, 128)
+SWAP_RINGS = ((64, 4), (64, 8), (128, 4))          # (BLOCK_K, STAGES): the ring W streams through
+SHARED_BYTES = 227 * 1024          # what one program may use on Hopper (232448 bytes)
+
+
+def _ring_fits(block_m: int, block_n: int, block_k: int, stages: int, c_bytes: int) -> bool:
+    return stages * (block_m + block_n) * block_k * 2 + c_bytes + 1024 <= SHARED_BYTES
+
+
+def candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
+    """Every configuration the tuning command times for a shape: each tile, unsplit and split in two, four (and
+    eight for swap-AB) where the tiles alone leave SMs idle; swap-AB only for M ≤ 128."""
+    found = []
+    k_steps = _cdiv(K, 64)
+    for bm, bn, stages, warps in TILES:
+        tiles = _cdiv(M, bm) * _cdiv(N, bn)
+        for split in (1, 2, 4):
+            if split > 1 and (tiles >= sms or split > k_steps):
+                continue
+            found.append({**BASE, "BLOCK_M": bm, "BLOCK_N": bn, "STAGES": stages, "num_warps": warps,
+                          "SPLIT_K": split})
+    if M <= 128:
+        width = max(16, 1 << max(0, (M - 1).bit_length()))
+        for rows in SWAP_ROWS:
+            tiles = _cdiv(N, rows)
+            for block_k, stages in SWAP_RINGS:
+                if not _ring_fits(rows, width, block_k, stages, rows * width * 2):
+                    continue
+                for split in (1, 2, 4, 8):
+                    if split > 1 and (tiles >= sms or split > _cdiv(K, block_k)):
+                        continue
+                    found.append({**BASE, "BLOCK_M": rows, "BLOCK_N": width, "BLOCK_K": block_k, "STAGES": stages,
+                                  "num_warps": 4, "SPLIT_K": split, "SWAP_AB": True})
+    return found
+
+
+# -- Which table a GPU reads --------------------------------------------------------------------------------------
+TUNED_ON = "nvidia-h200"            # the GPU the course's committed table was tuned on
+
+
+def table_path(gpu_slug: str = TUNED_ON) -> Path:
+    from ..course import repo_root
+
+    return repo_root() / "results" / "tuning" / f"{gpu_slug}-linear.json"
+
+
+def table_for(gpu_slug: str | None) -> DispatchTable:
+    """The table tuned on this GPU model if the course has one, else the H200's (tuned there: on another GPU of the
+    class it still picks valid configurations, which the tuning command can re-tune), else no table (the rule)."""
+    for slug in ((gpu_slug,) if gpu_slug else ()) + (TUNED_ON,):
+        path = table_path(slug)
+        if path.exists():
+            return DispatchTable.load(path)
+    return DispatchTable()

@@ -1,0 +1,339 @@
+"""Lesson 31's checks: on the CPU, what the plans keep and when they are built afresh (driven with CPU tensors: no
+launch happens before a plan is built), what the descriptors keep of a tensor, and lesson 19's kernel at CONFIG for
+sm_90; on a GPU, correctness with plans and descriptors kept, memory reused at one address, a CUDA graph, the
+refusals; and the figures: host microseconds per call beside cuBLAS's, and do_bench beside a CUDA-graph replay."""
+import gc
+import weakref
+
+from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks, Reference
+from gluon_course.grading import tma_gemm
+from gluon_course.grading.gemm import refuses
+from gluon_course.grading.gemm_kernel import fits
+from gluon_course.machine import compile_cached, tensor_descriptor_type
+
+# The probe of 2026-12-01 (results/trials/nvidia-h200-2026-12-01-call-cost-and-model-shapes.json, H200, Triton
+# 3.9.0, torch 2.11): lesson 19's matmul() 114-157 µs per call, this lesson's launcher 14.2, torch.matmul(out=) 16.1
+# and F.linear 20.3, plain Triton 42-64; do_bench over the graph replay 0.91 at 2048² × 8192 (cuBLAS 0.94).
+PROBE = "NVIDIA H200, Triton 3.9.0, torch 2.11.0+cu130, 2026-12-01, tools/gpu/probe_call_cost.py (a trial)"
+HOST_SHAPE = (512, 4096, 4096)                   # A·Wᵀ, W 4096 × 4096 as nn.Linear keeps it
+
+
+def _cpu_operands(M=256, N=512, K=384, dtype=None):
+    import torch
+
+    dtype = dtype or torch.bfloat16
+    a = torch.randn(M, K).to(dtype)
+    w = torch.randn(N, K).to(dtype)
+    return a, w.t(), torch.empty(M, N, dtype=dtype)
+
+
+def plans(mod):
+    """A plan is found again for the same signature and built afresh when the shape, strides, dtype or alignment
+    changes; a new signature's checks all run (a misaligned view or a wrong K is refused with its sentence)."""
+    import torch
+
+    f = mod.Matmul()
+    a, b, c = _cpu_operands()
+    first = f.plan(a, b, c)
+    if f.plan(a, b, c) is not first:
+        return "the same tensors twice got two plans: the plan is not kept per signature"
+    if f.plan(a.clone(), b, c) is not first:
+        return "another A of the same shape, strides and dtype got a new plan: the signature holds the address itself"
+    storage = torch.empty(256 * 392 + 64, dtype=torch.bfloat16)
+    square = storage[:256 * 384].view(256, 384)
+    wide = storage[:128 * 768].view(128, 768)            # the same address, another shape
+    _, b_wide, c_wide = _cpu_operands(M=128, K=768)
+    fp16 = _cpu_operands(dtype=torch.float16)
+    changes = {"A viewed with another shape at the same address": ((square, b, c), (wide, b_wide, c_wide)),
+               "A as_strided on the same storage with another row stride":
+                   ((square, b, c), (storage.as_strided((256, 384), (392, 1)), b, c)),
+               "A, B and C as fp16": ((a, b, c), fp16)}
+    for what, (before, after) in changes.items():
+        if f.plan(*after) is f.plan(*before):
+            return f"{what} kept the old plan: the signature must hold each tensor's shape, strides and dtype"
+    misaligned = storage[1:1 + 256 * 384].view(256, 384)
+    try:
+        f.plan(misaligned, b, c)
+        return ("a view of A starting 2 bytes past a 16-byte boundary was accepted: a new alignment is a new "
+                "signature, and its plan must run TMA's checks")
+    except ValueError as e:
+        if "16-byte" not in str(e):
+            return f"a misaligned A was refused without TMA's rule: {e}"
+    try:
+        f.plan(a[:, :320], b, c)
+        return "A with 320 columns against B's 384 rows was accepted"
+    except ValueError:
+        pass
+    return None
+
+
+def descriptors(mod):
+    """Descriptors are kept by the tensors' addresses, hold each tensor's address, sizes and strides, rebuilt for
+    another address, never hold the tensor itself (a kept descriptor would keep freed memory alive), and at most
+    DESCRIPTORS_KEPT sets are kept per plan."""
+    f = mod.Matmul()
+    a, b, c = _cpu_operands()
+    p = f.plan(a, b, c)
+    d1 = p._descriptors_for(a, b, c)
+    if p._descriptors_for(a, b, c) is not d1:
+        return "the same addresses twice built the descriptors twice: they are not kept"
+    for which in range(3):
+        moved = [a, b, c]
+        moved[which] = b.t().clone().t() if which == 1 else moved[which].clone()
+        d2 = p._descriptors_for(*moved)
+        if d2 is d1 or [d.base.data_ptr() for d in d2] != [moved[0].data_ptr(), moved[1].data_ptr(),
+                                                           moved[2].data_ptr()]:
+            return (f"{'ABC'[which]} at another address reused the old descriptors: they would "
+                    f"{'write the old C' if which == 2 else 'read the old ' + 'AB'[which]}")
+    for desc, t in zip(d1, (a, b.t(), c)):
+        if desc.base.data_ptr() != t.data_ptr() or list(desc.shape) != list(t.shape) or \
+                list(desc.strides) != list(t.stride()):
+            return (f"a descriptor describes {list(desc.shape)} with strides {list(desc.strides)} at "
+                    f"{desc.base.data_ptr():#x}; the tensor is {list(t.shape)}, {list(t.stride())} at "
+                    f"{t.data_ptr():#x}")
+    a3, b3, c3 = _cpu_operands()
+    watched = weakref.ref(a3)
+    p3 = f.plan(a3, b3, c3)
+    p3._descriptors_for(a3, b3, c3)
+    del a3
+    gc.collect()
+    if watched() is not None:
+        return "a freed A is still alive: the kept descriptors (or the plan) hold the tensor, not its address"
+    for _ in range(mod.DESCRIPTORS_KEPT + 8):
+        p._descriptors_for(a.clone(), b, c)
+    if len(p.descriptors) > mod.DESCRIPTORS_KEPT:
+        return f"{len(p.descriptors)} descriptor sets kept for one plan; at most DESCRIPTORS_KEPT"
+    return None
+
+
+def _compiled(mod, b_kn: bool, dtype: str = "bf16"):
+    from triton.experimental.gluon import language as gl
+
+    cfg = dict(mod.CONFIG)
+    nw = cfg.pop("num_warps")
+    BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    gdt = {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype]
+
+    def desc(block):
+        return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(block, gdt))
+
+    signature = {"a_desc": desc([BM, BK]), "b_desc": desc([BK, BN] if b_kn else [BN, BK]), "c_desc": desc([BM, BN]),
+                 "M": "i32", "N": "i32", "K": "i32"}
+    return compile_cached(mod.v9.matmul_kernel, "sm_90", signature=signature, aligned=("M", "N", "K"),
+                          constexprs={**cfg, **mod.v9.kernel_layouts(nw, BN), "B_KN": b_kn}, num_warps=nw)
+
+
+def kernel(mod):
+    """The kernel the plans launch is lesson 19's at CONFIG: its HGMMA products and TMA store, fitting one SM."""
+    for b_kn in (True, False):
+        k = _compiled(mod, b_kn)
+        if not k.count_matching("HGMMA") or not k.count("UTMASTG.2D"):
+            return "the compiled kernel has no HGMMA or no TMA store: the plans must launch lesson 19's kernel"
+        problem = fits(k, mod.CONFIG["num_warps"], mod.CONFIG)
+        if problem:
+            return f"CONFIG on sm_90: {problem}"
+    return None
+
+
+# -- on a GPU ------------------------------------------------------------------------------------
+
+def correct_kept_here(module_file: str) -> str | None:
+    """Odd shapes with B K × N and as w.t(), each twice (the second time through kept plans and descriptors), then
+    memory freed and reused at one address with another shape (for a child process)."""
+    import torch
+
+    from gluon_course.course import load_module_file
+    from gluon_course.measure.gemm import check_gemm
+
+    mod = load_module_file(module_file)
+    shapes = tma_gemm.TMA_SHAPES + tma_gemm.MANY_TILES
+    for layout in ("row", "col", "row"):
+        problem = check_gemm(lambda a, b, c: mod.matmul(a, b, c), shapes=shapes, b_layout=layout)
+        if problem:
+            return f"B {'K × N' if layout == 'row' else 'as w.t()'}: {problem}"
+    x = torch.randn(256, 1024, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(1024, 512, device="cuda", dtype=torch.bfloat16)
+    mod.matmul(x, y)
+    address = x.data_ptr()
+    del x
+    x = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
+    if x.data_ptr() != address:
+        return "the allocator did not reuse the freed address, so this check could not test it"
+    got = mod.matmul(x, y)
+    want = (x.double() @ y.double()).to(torch.bfloat16)
+    if not torch.allclose(got.float(), want.float(), rtol=2 ** -7, atol=0.25):
+        return "a 512 × 512 A at the address of a freed 256 × 1024 A gave a wrong C: a stale descriptor"
+    return None
+
+
+def correct(mod):
+    from gluon_course.measure.isolated import check_in_child
+
+    return check_in_child(f"{__file__}:correct_kept_here", [mod.__file__], timeout=3 * tma_gemm.CHILD_LIMIT_S)
+
+
+def launcher_refuses(mod):
+    import torch
+
+    from gluon_course.measure.gemm import gemm_inputs
+
+    a, b = gemm_inputs(128, 128, 64, torch.bfloat16)
+    mod.matmul(a, b)                               # a plan for this signature now exists
+    storage = torch.empty(128 * 64 + 8, device="cuda", dtype=torch.bfloat16)
+    shifted = storage[1:1 + 128 * 64].view(128, 64)
+    return tma_gemm.launcher_refuses(mod) or refuses({
+        "A 2 bytes past a 16-byte boundary, with a kept plan for its shape": (lambda: mod.matmul(shifted, b),
+                                                                           ValueError, ("16",)),
+        "A on the CPU": (lambda: mod.matmul(a.cpu(), b), ValueError, ("cuda",))})
+
+
+def graph_replay(mod):
+    """The launcher inside a CUDA graph: captured once, replayed with new data in the same buffers."""
+    import torch
+
+    from gluon_course.measure.gemm import compare_gemm, reference, tolerance
+
+    a = torch.randn(1000, 1024, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(1024, 520, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(1000, 520, device="cuda", dtype=torch.bfloat16)
+    mod.matmul(a, b, c)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mod.matmul(a, b, c)
+    for _ in range(2):
+        a.copy_(torch.randn_like(a))
+        c.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        problem = compare_gemm(c, reference(a, b), tolerance(1024, torch.bfloat16))
+        if problem:
+            return f"a replay of the captured call: {problem}"
+    return None
+
+
+# -- figures -------------------------------------------------------------------------------------
+
+def _host_inputs():
+    import torch
+
+    M, N, K = HOST_SHAPE
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+    return a, w, torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+
+
+def host_costs(mod) -> dict:
+    """µs of host time per call: this launcher, torch.matmul into C (cuBLAS), F.linear, plain Triton, lesson 19's."""
+    import torch.nn.functional as F
+
+    from gluon_course.course import load_solution
+    from gluon_course.measure import plain_triton
+    from gluon_course.measure.timing import host_us_per_call
+
+    a, w, c = _host_inputs()
+    b = w.t()
+    v9 = load_solution("19")
+    import torch
+
+    calls = {"course": lambda: mod.matmul(a, b, c), "cublas": lambda: torch.matmul(a, b, out=c),
+             "f_linear": lambda: F.linear(a, w), "plain_triton": lambda: plain_triton.matmul(a, b, c),
+             "lesson19": lambda: v9.matmul(a, b, c)}
+    for fn in calls.values():
+        fn()
+    return {name: host_us_per_call(fn) for name, fn in calls.items()}
+
+
+def host_cost_measure(mod):
+    from gluon_course.measure.timing import Measurement
+
+    us = host_costs(mod)
+    return Measurement(us["course"], f"{us['course']:.1f} µs per call (cuBLAS {us['cublas']:.1f}, plain Triton "
+                                     f"{us['plain_triton']:.1f}, lesson 19 {us['lesson19']:.1f})",
+                       {**{f"{k}_us": round(v, 2) for k, v in us.items()}, "shape": list(HOST_SHAPE)})
+
+
+def host_ratio_measure(mod):
+    from gluon_course.measure.timing import Measurement
+
+    us = host_costs(mod)
+    ratio = us["course"] / us["cublas"]
+    return Measurement(ratio, f"{us['course']:.1f} µs vs cuBLAS {us['cublas']:.1f} µs per call",
+                       {f"{k}_us": round(v, 2) for k, v in us.items()})
+
+
+def bench_over_graph(M, N, K):
+    def measure(mod):
+        import torch
+
+        from gluon_course.course import load_solution
+        from gluon_course.measure.timing import Measurement, bench_ms, graph_ms
+
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        v9 = load_solution("19")
+        rows = {}
+        for name, fn in (("course", lambda: mod.matmul(a, b, c)), ("cublas", lambda: torch.matmul(a, b, out=c)),
+                         ("lesson19", lambda: v9.matmul(a, b, c))):
+            fn()
+            bench, graph = bench_ms(fn), graph_ms(fn)
+            rows[name] = (bench, graph)
+        bench, graph = rows["course"]
+        return Measurement(graph / bench, f"do_bench {1e3 * bench:.1f} µs, graph {1e3 * graph:.1f} µs (cuBLAS "
+                                          f"{rows['cublas'][1] / rows['cublas'][0]:.2f}, lesson 19 "
+                                          f"{rows['lesson19'][1] / rows['lesson19'][0]:.2f})",
+                           {f"{k}_bench_us": round(1e3 * v[0], 2) for k, v in rows.items()} |
+                           {f"{k}_graph_us": round(1e3 * v[1], 2) for k, v in rows.items()})
+    return measure
+
+
+HOST_WHY = ("the host's time to issue one call of matmul at 512 × 4096 × 4096 (W as w.t()), the GPU kept busy by a "
+            "sleep so that no call waits for it; it depends on the host's CPU, not the GPU, so the range is wide")
+GRAPH_WHY = ("the kernel's time replayed from a CUDA graph (no host between launches) over its do_bench median (L2 "
+             "flushed, an event pair around each call); do_bench also counts each launch's latency on the GPU, "
+             "which cuBLAS pays too, so a launcher with no host cost left reads about what cuBLAS reads")
+
+CHECKS = LessonChecks(
+    targets=("sm_90",),
+    teaches="what one call of a GEMM costs on the host, split into its parts; do_bench against a CUDA-graph replay; "
+            "a launcher that keeps a plan per signature (checks, tile, layouts, grid, compiled kernel) and TMA "
+            "descriptors by address, and launches through the compiled kernel's own handle",
+    machine_code=[
+        Check("plans", "a plan is kept per signature and built afresh when a shape, stride, dtype or alignment "
+              "changes; a new signature's checks run (host code, CPU tensors)", plans),
+        Check("descriptors", "descriptors are kept by address, describe the tensor exactly, never hold it, and "
+              "are bounded per plan (host code, CPU tensors)", descriptors),
+        Check("kernel_sm_90", "sm_90: the plans launch lesson 19's kernel (HGMMA, UTMASTG) at your CONFIG, fitting "
+              "one SM with no spills, B either way", kernel, target="sm_90"),
+    ],
+    correctness=[
+        Check("correct_kept", "correct on odd shapes with B K × N and as w.t(), again through kept plans, and with "
+              "memory freed and reused at one address with another shape (bf16 and fp16; poisoned, guarded C), in "
+              "a child process", correct, gpu=True),
+        Check("launcher_refuses", tma_gemm.REFUSALS + "; a misaligned A after a kept plan for its shape; a CPU "
+              "tensor", launcher_refuses, gpu=True),
+        Check("graph_replay", "a call captured in a CUDA graph and replayed with new data is correct", graph_replay,
+              gpu=True),
+    ],
+    figures=[
+        Figure("host_cost", "host µs per call", host_cost_measure,
+               Expectation(None, 60.0, "µs", HOST_WHY, (Reference(14.2, "µs", f"{PROBE}: this launcher"),
+                                                        Reference(16.1, "µs", f"{PROBE}: torch.matmul(out=)"),
+                                                        Reference(114.0, "µs", f"{PROBE}: lesson 19's matmul()")),
+                           unit="µs per call", target=CourseTarget(None, 20.0, "at most 20 µs per call on the H200")),
+               headline=True),
+        Figure("host_vs_cublas", "host cost over cuBLAS's", host_ratio_measure,
+               Expectation(None, 2.5, "cuBLAS", HOST_WHY + "; as a multiple of cuBLAS's in the same run",
+                           (Reference(0.88, "× cuBLAS", PROBE),), unit="× cuBLAS's host time",
+                           target=CourseTarget(None, 1.25, "at most 1.25× cuBLAS's host time"))),
+        Figure("graph_2048", "graph over do_bench, 2048²×8192", bench_over_graph(2048, 2048, 8192),
+               Expectation(0.8, 1.05, "do_bench", GRAPH_WHY, (Reference(0.91, "graph/do_bench", PROBE),),
+                           unit="graph time / do_bench time",
+                           target=CourseTarget(0.95, None, "do_bench within 5% of the graph replay"))),
+        Figure("graph_4096", "graph over do_bench, 4096³", bench_over_graph(4096, 4096, 4096),
+               Expectation(0.8, 1.05, "do_bench", GRAPH_WHY, (Reference(0.95, "graph/do_bench", PROBE),),
+                           unit="graph time / do_bench time",
+                           target=CourseTarget(0.95, None, "do_bench within 5% of the graph replay"))),
+    ],
+)

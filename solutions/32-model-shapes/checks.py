@@ -1,0 +1,348 @@
+"""Lesson 32's checks: the host model running linear_kernel on each path (a tile, a tile with K split, swap-AB,
+swap-AB with K split; B either way), the split-K protocol and swap-AB's epilogue in the sm_90 machine code, the
+dispatch table and its rule; on a GPU, every path correct on odd shapes, split-K deterministic, the refusals, the
+sanitizer; and the figures: the 31 model shapes against F.linear and plain Triton, the decode shapes against the
+memory roofline, and a transformer block with its linear layers swapped."""
+import functools
+
+from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks, Reference
+from gluon_course.grading import tma_gemm
+from gluon_course.grading.counts import mismatch
+from gluon_course.grading.gemm_kernel import fits
+from gluon_course.machine import compile_cached, tensor_descriptor_type
+from gluon_course.measure.gemm import MODEL_SHAPES
+
+# The four paths, at tiles small enough for the host model's problems (the model runs every program's code).
+PATHS = {"a tile": {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3},
+         "a tile, K split 3 ways": {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3, "SPLIT_K": 3},
+         "swap-AB": {"BLOCK_M": 64, "BLOCK_N": 16, "num_warps": 4, "STAGES": 3, "SWAP_AB": True},
+         "swap-AB, K split 2 ways": {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3, "SPLIT_K": 2,
+                                     "SWAP_AB": True}}
+MODEL_PROBLEMS = ((300, 264, 520), (129, 136, 200), (17, 40, 392))
+# What the split path's epilogue must hold in the sm_90 listing (the swap-AB split configuration of the decode
+# shapes, 128 × 16, 4 ways): the slice stored by the threads, the consumers' barrier, the release fence and the
+# atomic, the other slices read from L2 (.cg: LDG ... STRONG.GPU), the counter reset, and C by one TMA store.
+SPLIT_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 16, "num_warps": 4, "STAGES": 6, "SPLIT_K": 4, "SWAP_AB": True}
+SPLIT_OPS = {"ATOMG.E.ADD.STRONG.GPU": 1, "ATOMG.E.EXCH.STRONG.GPU": 1, "MEMBAR.ALL.GPU": 1, "UTMASTG.2D": 1}
+SPLIT_HINTS = {"MEMBAR.ALL.GPU": ("the atomic that announces a slice has no release (sem='acq_rel'): another SM could "
+                                  "see the count before the slice", ""),
+               "ATOMG.E.ADD.STRONG.GPU": ("no atomic add on the tile's counter: who is last cannot be known", ""),
+               "ATOMG.E.EXCH.STRONG.GPU": ("the counter is never reset: the next call counts from SPLIT_K", "")}
+
+
+def _config(overrides):
+    from gluon_course import load_solution
+
+    return {**load_solution("32").CONFIG, **overrides}
+
+
+def host_model(mod):
+    """Each path, with B K × N and as w.t(), run in the host model: C exact, each element written once, every
+    counter back at 0."""
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import gemm as model_gemm
+    from gluon_course.grading import NotChecked
+
+    for what, overrides in PATHS.items():
+        cfg = {**mod.CONFIG, **overrides}
+        for b_layout in ("col", "row"):
+            constexprs = mod.kernel_args(cfg, cfg["SWAP_AB"], b_layout == "row")
+            launch = model_gemm.linear_launch(mod.linear_kernel, constexprs, cfg["SPLIT_K"], cfg["SWAP_AB"],
+                                              programs=3, num_warps=cfg["num_warps"])
+            shapes = [s for s in MODEL_PROBLEMS if -(-s[2] // cfg["BLOCK_K"]) >= cfg["SPLIT_K"]]
+            try:
+                problem = model_gemm.check(launch, shapes, b_layout=b_layout)
+            except ModelUnsupported as e:
+                return NotChecked(f"the host model does not model {e}")
+            if problem:
+                return f"{what}, B {'K × N' if b_layout == 'row' else 'as w.t()'}: {problem}"
+    return None
+
+
+def _compiled(mod, overrides, b_kn=False, dtype="bf16"):
+    from triton.experimental.gluon import language as gl
+
+    cfg = {**mod.CONFIG, **overrides}
+    ce = mod.kernel_args(cfg, cfg["SWAP_AB"], b_kn)
+    BM, BN, BK = ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"]
+    gdt = {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype]
+
+    def desc(block):
+        return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(block, gdt))
+
+    blocks = ([BM, BK] if ce["A_KM"] else [BK, BM], [BK, BN] if ce["B_KN"] else [BN, BK],
+              [BN, BM] if cfg["SWAP_AB"] else [BM, BN])
+    signature = {"a_desc": desc(blocks[0]), "b_desc": desc(blocks[1]), "c_desc": desc(blocks[2]),
+                 "partial_ptr": "*fp32", "arrivals_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32",
+                 "SPLIT_K": "i32"}
+    return compile_cached(mod.linear_kernel, "sm_90", signature=signature, constexprs=ce,
+                          aligned=("partial_ptr", "arrivals_ptr"), num_warps=cfg["num_warps"])
+
+
+def split_protocol(mod):
+    """sm_90, the split path: the slice stored, the consumers' barrier, the release and the atomic add in that order,
+    the slices read back from L2, the counter reset, C by TMA."""
+    k = _compiled(mod, SPLIT_CONFIG)
+    ops = {op: k.count(op) for op in SPLIT_OPS}
+    problem = mismatch(ops, SPLIT_OPS, "in the whole kernel", "bf16", why=SPLIT_HINTS)
+    if problem:
+        return problem
+    at = [(i.address, i.opcode, i.text) for i in k.instructions()]
+    atomic = next(a for a, op, _ in at if op == "ATOMG.E.ADD.STRONG.GPU")
+    stores = [a for a, op, _ in at if op.startswith("STG.E") and a < atomic]
+    if not stores:
+        return "no slice is stored before the atomic add: the last unit would read slices no one wrote"
+    barriers = [a for a, op, text in at if op.startswith("BAR.SYNC") and "0x0," in text and stores[-1] < a < atomic]
+    if not barriers:
+        return ("no barrier among the consumers between the slice's stores and the atomic add: one thread announces "
+                "the slice before the other threads have stored their part of it (gl.barrier())")
+    reads = [text for a, op, text in at if op.startswith("LDG") and a > atomic]
+    if not reads or any("STRONG.GPU" not in t for t in reads):
+        return ("the last unit reads the slices without cache_modifier='.cg' (LDG without STRONG.GPU): this SM's L1 "
+                "may serve a stale line instead of the other SMs' slices in L2")
+    return None
+
+
+def table_configs(mod):
+    """Every configuration the committed table (and, for the shapes it lacks, the rule) gives the model shapes
+    compiles for sm_90 and fits one SM with no spills."""
+    table = mod._this_gpus_table()
+    seen = set()
+    for M, N, K in MODEL_SHAPES:
+        cfg = {**mod.CONFIG, **table.config(M, N, K, False)}
+        key = tuple(sorted(cfg.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        problem = fits(_compiled(mod, cfg), cfg["num_warps"], cfg)
+        if problem:
+            return f"{M}×{N}×{K}'s configuration {cfg}: {problem}"
+    return None
+
+
+def dispatch(mod):
+    """The table covers the 31 model shapes (or says it is missing); every shape, listed or not (odd M from 1 to 8193
+    against the model's (N, K), and a (N, K) the table lacks) gets a configuration whose K split leaves no slice
+    empty, and a plan builds for it (CPU tensors: the checks, the tile, the layouts)."""
+    import torch
+
+    from gluon_course.grading import Passed
+
+    table = mod._this_gpus_table()
+    missing = [s for s in MODEL_SHAPES if (s[0], s[1], s[2], "nk") not in table.entries]
+    linear = mod.Linear(table=table)
+    for M in (1, 3, 16, 17, 100, 1000, 8193):
+        for N, K in ((4096, 4096), (14336, 4096), (4096, 14336), (1032, 520)):
+            cfg = table.config(M, N, K, False)
+            if cfg["SPLIT_K"] > -(-K // cfg["BLOCK_K"]):
+                return f"{M}×{N}×{K} gets SPLIT_K={cfg['SPLIT_K']}, more than K's {-(-K // cfg['BLOCK_K'])} steps"
+            a = torch.empty(M, K, dtype=torch.bfloat16)
+            w = torch.empty(N, K, dtype=torch.bfloat16)
+            c = torch.empty(M, N, dtype=torch.bfloat16)
+            linear.plan(a, w.t(), c)
+    if missing:
+        return Passed(f"no tuned table here: {len(missing)} of the {len(MODEL_SHAPES)} model shapes take the rule "
+                      "(tools/gpu/tune_linear.py writes the table on a GPU)")
+    return Passed(f"the table ({table.provenance.get('gpu')}, {table.provenance.get('date')}) lists all "
+                  f"{len(MODEL_SHAPES)} model shapes")
+
+
+# -- on a GPU ------------------------------------------------------------------------------------
+
+# Odd M from 1 to 8193, K and N multiples of 8; K long enough for every split the paths take.
+GPU_SHAPES = ((1, 8, 520), (7, 264, 520), (17, 136, 4104), (129, 1032, 1000), (1000, 520, 520), (8193, 136, 264))
+GPU_PATHS = {"a tile": {"BLOCK_N": 128, "num_warps": 4, "STAGES": 4},
+             "a tile, K split 2 ways": {"BLOCK_N": 128, "num_warps": 4, "STAGES": 4, "SPLIT_K": 2},
+             "swap-AB": {"BLOCK_N": 16, "num_warps": 4, "STAGES": 6, "SWAP_AB": True},
+             "swap-AB, K split 4 ways": {"BLOCK_N": 32, "num_warps": 4, "STAGES": 6, "SPLIT_K": 4, "SWAP_AB": True},
+             "swap-AB, 64 rows, K split 8 ways": {"BLOCK_M": 64, "BLOCK_N": 16, "num_warps": 4, "STAGES": 8,
+                                                  "SPLIT_K": 8, "SWAP_AB": True}}
+
+
+def correct_here(module_file: str) -> str | None:
+    from gluon_course.course import load_module_file
+    from gluon_course.measure.gemm import check_gemm
+
+    mod = load_module_file(module_file)
+    for what, cfg in [*GPU_PATHS.items(), ("the dispatch table", {})]:
+        for layout in ("col", "row"):
+            problem = check_gemm(lambda a, b, c: mod.linear(a, b, c, **cfg), shapes=GPU_SHAPES, b_layout=layout)
+            if problem:
+                return f"{what}, B {'K × N' if layout == 'row' else 'as w.t()'}: {problem}"
+    return None
+
+
+def correct(mod):
+    from gluon_course.measure.isolated import check_in_child
+
+    return check_in_child(f"{__file__}:correct_here", [mod.__file__], timeout=4 * tma_gemm.CHILD_LIMIT_S)
+
+
+def deterministic(mod):
+    """Split-K gives the same bits on every run: five calls on the same inputs, compared with torch.equal."""
+    import torch
+
+    for what, (M, N, K), cfg in (("decode, swap-AB split 4", (16, 4096, 4096), GPU_PATHS["swap-AB, K split 4 ways"]),
+                                 ("a tile split 2", (512, 4096, 4096), GPU_PATHS["a tile, K split 2 ways"])):
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+        first = mod.linear(a, w.t(), **cfg).clone()
+        for _ in range(4):
+            if not torch.equal(mod.linear(a, w.t(), **cfg), first):
+                return f"{what}, {M}×{N}×{K}: two runs on the same inputs differ: the slices are not added in order"
+    return None
+
+
+def launcher_refuses(mod):
+    return tma_gemm.launcher_refuses(mod)
+
+
+def split_launch(module_file: str) -> None:
+    """One small launch of each split path (for compute-sanitizer, in a child process)."""
+    import torch
+
+    from gluon_course.course import load_module_file
+
+    mod = load_module_file(module_file)
+    a = torch.randn(40, 1000, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(264, 1000, device="cuda", dtype=torch.bfloat16)
+    for cfg in (GPU_PATHS["a tile, K split 2 ways"], GPU_PATHS["swap-AB, K split 4 ways"]):
+        mod.linear(a, w.t(), **cfg)
+    torch.cuda.synchronize()
+
+
+def sanitizer_clean(mod):
+    from gluon_course.measure.isolated import sanitizer_check
+
+    return sanitizer_check(f"{__file__}:split_launch", [mod.__file__], tools=("memcheck", "synccheck"))
+
+
+# -- figures -------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4)
+def _table_run(module_file: str) -> dict:
+    from gluon_course.course import load_module_file
+    from gluon_course.measure import plain_triton
+    from gluon_course.measure.linear import model_table
+
+    mod = load_module_file(module_file)
+    return model_table(lambda a, b, c: mod.linear(a, b, c), against_triton=plain_triton.linear)
+
+
+def _details(run: dict, keys) -> dict:
+    return {"shapes": run["shapes"], **{k: run[k] for k in keys if k in run}}
+
+
+def table_measure(mod):
+    from gluon_course.measure.timing import Measurement
+
+    run = _table_run(mod.__file__)
+    return Measurement(run["geomean"], f"geomean {run['geomean']:.2f}× F.linear over {len(run['shapes'])} shapes, "
+                                       f"worst {run['worst']:.2f}× ({run['worst_shape']})",
+                       _details(run, ("geomean", "worst", "worst_shape", "worst_over_plain_triton",
+                                      "worst_over_plain_triton_shape", "geomean_over_plain_triton")))
+
+
+def over_triton_measure(mod):
+    from gluon_course.measure.timing import Measurement
+
+    run = _table_run(mod.__file__)
+    return Measurement(run["worst_over_plain_triton"], f"worst {run['worst_over_plain_triton']:.2f}× plain Triton "
+                                                       f"({run['worst_over_plain_triton_shape']}), geomean "
+                                                       f"{run['geomean_over_plain_triton']:.2f}×",
+                       _details(run, ("worst_over_plain_triton", "geomean_over_plain_triton")))
+
+
+def roofline_measure(mod):
+    from gluon_course.measure.linear import decode_roofline
+    from gluon_course.measure.timing import Measurement
+
+    run = decode_roofline(lambda a, b, c: mod.linear(a, b, c))
+    worst = run["shapes"][run["lowest_shape"]]
+    return Measurement(run["lowest"], f"lowest {100 * run['lowest']:.0f}% of the copy's {run['copy_tbs']:.2f} TB/s "
+                                      f"({run['lowest_shape']}: {worst['us']:.1f} µs; F.linear "
+                                      f"{100 * worst['f_linear_fraction']:.0f}%)", run)
+
+
+@functools.lru_cache(maxsize=4)
+def _block_run(module_file: str) -> dict:
+    from gluon_course.course import load_module_file
+    from gluon_course.measure.linear import block_figures
+
+    mod = load_module_file(module_file)
+    return block_figures(lambda a, b: mod.linear(a, b))
+
+
+def block_measure(tokens: int):
+    def measure(mod):
+        from gluon_course.measure.timing import Measurement
+
+        run = _block_run(mod.__file__)
+        row = run[tokens]
+        if row["error_swapped"] > 2 * row["error_torch"] + 1e-3:
+            raise AssertionError(f"the swapped block's output is off by {row['error_swapped']:.2e} (relative) where "
+                                 f"torch's own is off by {row['error_torch']:.2e}: not the same computation")
+        return Measurement(row["ratio"], f"{row['swapped_us']:.0f} µs vs torch's {row['torch_us']:.0f} µs per block "
+                                         f"(error {row['error_swapped']:.1e}, torch {row['error_torch']:.1e})",
+                           {**row, "tokens": tokens})
+    return measure
+
+
+PROBE = ("NVIDIA H200, Triton 3.9.0, torch 2.11.0+cu130, 2026-12-01 (results/trials/nvidia-h200-2026-12-01-call-cost-"
+         "and-model-shapes.json): lesson 19's kernel through lesson 31's launcher, its one tile on every shape")
+TABLE_WHY = ("F.linear's time over the dispatched kernel's on the 31 model shapes (A·Wᵀ, bf16, W N × K), each the "
+             "median of 3 interleaved do_bench pairs, as a user calls both; the geomean over the shapes")
+
+CHECKS = LessonChecks(
+    targets=("sm_90",),
+    teaches="the shapes a model runs: split-K (the slices added in a fixed order by the last unit to arrive: "
+            "deterministic) and swap-AB (Cᵀ = W·Aᵀ for few rows) beside lesson 19's tiles; a dispatch table tuned on "
+            "the GPU, with a rule for the shapes it lacks",
+    machine_code=[
+        Check("host_model", "the host model runs linear_kernel's own code on each path (a tile, K split, swap-AB, "
+              "both; B either way): C exact, each element written once, every split-K counter back at 0",
+              host_model),
+        Check("split_protocol_sm_90", "sm_90, split-K: the slice stored, a barrier among the consumers, the release "
+              "fence and the atomic add, the slices read from L2 (.cg), the counter reset, C by one TMA store",
+              split_protocol, target="sm_90"),
+        Check("table_configs_sm_90", "sm_90: every configuration the dispatch table gives the 31 model shapes fits "
+              "one SM with no spills", table_configs, target="sm_90"),
+        Check("dispatch", "the table lists the model shapes; any shape (odd M, other N and K) gets a configuration "
+              "with no empty slice of K, and its plan builds (CPU tensors)", dispatch),
+    ],
+    correctness=[
+        Check("correct_paths", "every path (a tile; K split; swap-AB; swap-AB with K split 4 and 8 ways) and the "
+              "dispatch table correct on odd M from 1 to 8193, B K × N and as w.t() (bf16 and fp16; poisoned, "
+              "guarded C), in a child process", correct, gpu=True),
+        Check("deterministic", "split-K gives the same bits on five runs of the same inputs (decode and 512 rows)",
+              deterministic, gpu=True),
+        Check("launcher_refuses", tma_gemm.REFUSALS, launcher_refuses, gpu=True),
+        Check("sanitizer_clean", "compute-sanitizer memcheck and synccheck report nothing on the two split paths",
+              sanitizer_clean, gpu=True),
+    ],
+    figures=[
+        Figure("model_table", "31 model shapes, geomean", table_measure,
+               Expectation(0.6, 1.5, "F.linear", TABLE_WHY, (Reference(0.628, "× F.linear", PROBE),),
+                           unit="× F.linear (geomean)",
+                           target=CourseTarget(1.0, None, "geomean ≥ 1.00× F.linear, no shape below 0.80×")),
+               headline=True),
+        Figure("over_plain_triton", "over plain Triton, worst shape", over_triton_measure,
+               Expectation(0.6, None, "plain Triton", "the dispatched kernel over plain Triton's split-K kernel "
+                           "autotuned over measure.plain_triton.LINEAR_CONFIGS, 3 interleaved pairs per shape; the "
+                           "lowest of the 31 shapes' ratios", unit="× plain Triton (worst shape)",
+                           target=CourseTarget(1.0, None, "faster than plain Triton on every shape"))),
+        Figure("decode_roofline", "decode (M ≤ 16), lowest share of roofline", roofline_measure,
+               Expectation(0.4, 1.05, "copy", "W's bytes over the kernel's time with L2 emptied before each call "
+                           "(measure.timing.cold_kernel_ms), as a fraction of the device copy's bandwidth measured "
+                           "in the same run; the lowest over the ten shapes with M ≤ 16",
+                           unit="of the copy's bandwidth (lowest)",
+                           target=CourseTarget(0.85, None, "at least 85% of the memory roofline"))),
+        Figure("block_prefill", "block, 2048 tokens", block_measure(2048),
+               Expectation(0.7, 1.5, "torch", "an 8B-class block (its attention projections and gated MLP), "
+                           "torch's time over the time with its 7 linear layers swapped for linear(); interleaved "
+                           "do_bench pairs", unit="× torch's block")),
+        Figure("block_decode", "block, 16 tokens", block_measure(16),
+               Expectation(0.7, 1.5, "torch", "the same block for one decode step of 16 tokens",
+                           unit="× torch's block")),
+    ],
+)

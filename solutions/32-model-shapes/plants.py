@@ -1,0 +1,37 @@
+"""Planted mistakes of lesson 32: each is the solution with one plausible mistake, and names the key of the check
+that must reject it (see gluon_course.grading.checks.Plant)."""
+from gluon_course.grading import Plant
+
+PLANTS = [
+    # ---- caught without a GPU ----
+    Plant("swap-AB's tile of Cᵀ is stored at the kernel's own coordinates, not C's: rows and columns exchanged",
+          "tma.async_store(c_desc, [pid_n * BLOCK_N, pid_m * BLOCK_M], c_smem)",
+          "tma.async_store(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)",
+          rejected_by="host_model"),
+    Plant("each slice of K is k_tiles // SPLIT_K steps long: when SPLIT_K does not divide the steps, the last ones "
+          "are never summed",
+          "k_last = (split + 1) * k_tiles // SPLIT_K", "k_last = k_first + k_tiles // SPLIT_K",
+          rejected_by="host_model"),
+    Plant("the tile's counter is never reset: the next call's units count from SPLIT_K and no one adds the slices",
+          "                gl.atomic_xchg(arrivals_ptr + tile, 0, sem=\"relaxed\", scope=\"gpu\")\n", "",
+          rejected_by="host_model"),
+    Plant("the atomic that announces a slice is relaxed: another SM may see the count before the slice itself",
+          'arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")',
+          'arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="relaxed", scope="gpu")',
+          rejected_by="split_protocol_sm_90"),
+    Plant("no barrier before the atomic: one thread may announce the slice before the others have stored theirs",
+          "            gl.barrier()\n", "", rejected_by="host_model"),
+    Plant("the last unit reads the slices through L1 (no cache_modifier): a stale line may stand for another SM's slice",
+          'total += gl.load(slices + s * (BLOCK_M * BLOCK_N) + in_tile, cache_modifier=".cg")',
+          "total += gl.load(slices + s * (BLOCK_M * BLOCK_N) + in_tile)",
+          rejected_by="split_protocol_sm_90"),
+    Plant("a unit's first K step releases a ring slot when K's slice does not start at 0: the producer refills a slot "
+          "the consumers are still reading",
+          "mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > k_first)",
+          "mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)",
+          rejected_by="host_model"),
+    # ---- caught on a GPU ----
+    Plant("use_acc=False: every K step's products overwrite acc instead of adding to it",
+          "acc = warpgroup_mma(a, b, acc, is_async=True)", "acc = warpgroup_mma(a, b, acc, is_async=True, use_acc=False)",
+          rejected_by="correct_paths", gpu=True),
+]
