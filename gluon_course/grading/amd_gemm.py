@@ -722,10 +722,11 @@ def model_launch(mod, constexprs: dict, num_warps: int = NUM_WARPS, grid=None):
     return launch
 
 
-def model_check(mod, shapes=None, dtype: str = "bf16", target: str = "gfx950", extra: dict | None = None,
+def model_check(mod, shapes=None, dtype: str = "bf16", target: str = "gfx950", extra=None,
                 compile_=None, any_k: bool = False):
     """Run the module's kernel in the host model at the course's tile: None when C is exact and the protocol holds, a
-    sentence otherwise, NotChecked(why) when the model does not know an operation the kernel uses."""
+    sentence otherwise, NotChecked(why) when the model does not know an operation the kernel uses or cannot run one
+    of its lines as the compiled kernel does. ``extra``: more constexprs, a dict or a function of the module."""
     from ..machine.compile import CompileFailed
     from ..model import ModelUnsupported
     from ..model import gemm as model_gemm
@@ -734,7 +735,7 @@ def model_check(mod, shapes=None, dtype: str = "bf16", target: str = "gfx950", e
         (compile_ or compiled)(mod, target, dtype)
     except CompileFailed:
         return f"not run: the kernel does not compile for {target} (see above); the model runs compiling kernels"
-    constexprs = {**TILE, **mod.kernel_layouts(target), **(extra or {})}
+    constexprs = {**TILE, **mod.kernel_layouts(target), **((extra(mod) if callable(extra) else extra) or {})}
     chosen = shapes or (ANY_K_MODEL_SHAPES if any_k else MODEL_SHAPES)
     try:
         return model_gemm.check(model_launch(mod, constexprs), chosen, dtype, b_layout="col",
@@ -744,10 +745,11 @@ def model_check(mod, shapes=None, dtype: str = "bf16", target: str = "gfx950", e
                           "checks still judge it on an AMD GPU")
 
 
-def host_model_check(key: str = "host_model", target: str = "gfx950", shapes=None, extra: dict | None = None,
+def host_model_check(key: str = "host_model", target: str = "gfx950", shapes=None, extra=None,
                      compile_=None, any_k: bool = False) -> Check:
     """The host model as a check (lessons 20 on): the kernel's own Python body run with numpy on small problems
-    (``any_k``: K need not be a multiple of 16, for the kernels that take any K)."""
+    (``any_k``: K need not be a multiple of 16, for the kernels that take any K). ``extra`` holds constexprs beyond
+    the tile and the layouts: a dict, or a function of the module (its launcher's CONFIG, say)."""
     return Check(key, HOST_MODEL_TITLE, lambda mod: model_check(mod, shapes, target=target, extra=extra,
                                                                  compile_=compile_, any_k=any_k), target=target)
 
@@ -796,11 +798,28 @@ def loop_waits_check(key: str, target: str, vmcnts: list[int], why: str, compile
     return Check(key, title, run, target=target)
 
 
-def xcd_order_check(key: str, order, shapes, strips: dict, why: str) -> Check:
+def config_constexprs(mod, names) -> dict:
+    """The constexprs ``names`` as the module's launcher passes them, from its CONFIG (a sentence when one is
+    missing or not a positive whole number: the launcher refuses those too)."""
+    cfg = getattr(mod, "CONFIG", {})
+    out = {}
+    for name in names:
+        value = cfg.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"CONFIG[{name!r}] is {value!r}: the launcher passes CONFIG's {name} to the kernel, and "
+                             "it must be a positive whole number")
+        out[name] = value
+    return out
+
+
+def xcd_order_check(key: str, order, shapes, strips: dict, why: str, settings=None) -> Check:
     """On the host (``model.xcd``): ``order(mod)`` (a function of workgroup id, num_pid_m, num_pid_n giving a tile's
     row and column) sends the workgroups of every grid in ``shapes`` to each tile exactly once, and on each grid of
-    ``strips`` no XCD reads more than the given number of strips of A and B in a wave."""
-    from ..model import xcd
+    ``strips`` no XCD reads more than the given number of strips of A and B in a wave. ``settings(mod)`` gives the
+    order's constexprs as the module's launcher passes them ({"GROUP_M": 4, "NUM_XCDS": 8}): a failure names them,
+    and a NUM_XCDS other than the hardware's count is named as the cause it is. The model of the hardware itself
+    (``xcd.XCDS`` dies, round robin) is fixed: it is the GPU, not a choice of the kernel."""
+    from ..model import ModelUnsupported, xcd
     from ..model.orders import visits_each_once
 
     listed = ", ".join(f"{m}×{n}" for m, n in shapes)
@@ -809,20 +828,30 @@ def xcd_order_check(key: str, order, shapes, strips: dict, why: str) -> Check:
              " strips of A and B per XCD")
 
     def run(mod):
-        fn = order(mod)
-        for m, n in shapes:
-            problem = visits_each_once(fn, m, n)
-            if problem:
-                return f"{problem}: each workgroup id must get its own tile"
-        notes = []
-        for (m, n), want in strips.items():
-            rows, cols = xcd.workgroup_tiles(fn, m, n)
-            got = xcd.most_strips(rows, cols)
-            if got > want:
-                return (f"on a {m} × {n} grid of tiles one XCD reads {got} strips of A and B in one wave; expected at "
-                        f"most {want} ({why})")
-            notes.append(f"{m}×{n}: {got} strips per XCD")
-        return Passed("; ".join(notes))
+        chosen = settings(mod) if settings else {}
+        said = (f"with CONFIG's {', '.join(f'{n}={v}' for n, v in chosen.items())}: " if chosen else "")
+        xcds = chosen.get("NUM_XCDS", xcd.XCDS)
+        cause = ("" if xcds == xcd.XCDS else
+                 f"; the GPU deals workgroups to its {xcd.XCDS} XCDs round robin (workgroup w to XCD w % {xcd.XCDS}), "
+                 f"so a remap for NUM_XCDS={xcds} does not give each XCD one contiguous run of tiles")
+        try:
+            fn = order(mod)
+            for m, n in shapes:
+                problem = visits_each_once(fn, m, n)
+                if problem:
+                    return f"{said}{problem}: each workgroup id must get its own tile{cause}"
+            notes = []
+            for (m, n), want in strips.items():
+                rows, cols = xcd.workgroup_tiles(fn, m, n)
+                got = xcd.most_strips(rows, cols)
+                if got > want:
+                    return (f"{said}on a {m} × {n} grid of tiles one XCD reads {got} strips of A and B in one wave; "
+                            f"expected at most {want} ({why}){cause}")
+                notes.append(f"{m}×{n}: {got} strips per XCD")
+        except ModelUnsupported as e:
+            return NotChecked(f"the host model does not model {e}, so it could not evaluate the order; on an AMD GPU "
+                              "the correctness checks still judge every tile")
+        return Passed((said.rstrip(": ") + "; " if said else "") + "; ".join(notes))
     return Check(key, title, run)
 
 

@@ -407,6 +407,28 @@ def _maximum(a, b, propagate_nan=None):
     return as_tensor(np.maximum(a, b))
 
 
+def builtin_min(*args, **kwargs):
+    """``min(a, b, ...)`` in a kernel. Triton's code generator reads the name as ``language.core.builtin_min``: the
+    Python minimum when every argument is a constant, else the elementwise ``minimum`` of two or more values (a
+    tensor included, which Triton 3.9.0 accepts with a deprecation warning). Anything else is Python's own min."""
+    if len(args) < 2 or kwargs:
+        return min(*args, **kwargs)
+    out = args[0]
+    for x in args[1:]:
+        out = _minimum(out, x)
+    return out
+
+
+def builtin_max(*args, **kwargs):
+    """``max(a, b, ...)`` in a kernel: ``language.core.builtin_max``, as ``builtin_min``."""
+    if len(args) < 2 or kwargs:
+        return max(*args, **kwargs)
+    out = args[0]
+    for x in args[1:]:
+        out = _maximum(out, x)
+    return out
+
+
 def _float_or_int(dtype):
     from triton.experimental.gluon import language as gl
 
