@@ -90,6 +90,19 @@ def test_triton_inserts_the_barriers_the_lessons_write():
         assert [i.text for i in without] == [i.text for i in plain], text
 
 
+def test_a_wait_with_no_committed_group_before_it_emits_no_wait():
+    """Why the host model keeps copies no commit_group closed in flight at every wait_group, 0 included (Triton's
+    docstring says wait_group(0) waits for them): lesson 22 without its commit_group keeps ttg.async_wait {num = 0}
+    in its TTGIR, but its K loop has no s_waitcnt vmcnt at all, so the LDS reads follow the copies unwaited."""
+    plain = amd_gemm.compiled(load_solution("22"), "gfx950", "fp16")
+    variant = amd_gemm.solution_variant("22", "        async_copy.commit_group()\n", "", "nocommit")
+    without = amd_gemm.compiled(variant, "gfx950", "fp16")
+    assert amdgcn.loop_vmcnts(plain) == [0]
+    assert "ttg.async_wait {num = 0" in without.ttgir and "ttg.async_commit_group" not in without.ttgir
+    assert amdgcn.loop_vmcnts(without) == []
+    assert [i.opcode for i in amdgcn.main_loop(without).instructions].count("ds_read_b128") == 32
+
+
 def test_version_6_parks_offsets_in_agprs():
     """Lesson 26's listing: read an AGPR into v252, add 128 (one K step of fp16 bytes), write it back."""
     loop = amdgcn.main_loop(_compiled("26")).instructions

@@ -84,14 +84,31 @@ def test_a_read_that_overtakes_its_copy_is_a_race_naming_the_group():
             shared=SHARED)
 
 
-def test_wait_group_zero_waits_for_uncommitted_copies_too():
-    """Triton's docstring: uncommitted copies are waited upon by wait_group(0). Without the first commit the two
-    copies form one group, so wait_group(1) retires nothing and the read races."""
+def test_a_commit_closes_every_copy_since_the_last_one():
+    """Without the first commit the two copies form one group: wait_group(1) retires nothing and the read races;
+    wait_group(0) retires the group, both copies with it."""
     src, dst = _buffers(512)
     with pytest.raises(ModelRace):
         run(lds_kernel, 1, Pointer(src), Pointer(dst), WAIT=1, COMMIT=False, XBLOCK=256, layout=LAYOUT,
             shared=SHARED)
     run(lds_kernel, 1, Pointer(src), Pointer(dst), WAIT=0, COMMIT=False, XBLOCK=256, layout=LAYOUT, shared=SHARED)
+
+
+@gluon.jit
+def never_committed_kernel(src, dst, XBLOCK: gl.constexpr, layout: gl.constexpr, shared: gl.constexpr):
+    smem = gl.allocate_shared_memory(gl.float16, [XBLOCK], shared)
+    offsets = gl.arange(0, XBLOCK, layout=layout)
+    async_copy.buffer_load_to_shared(smem, src, offsets)
+    async_copy.wait_group(0)
+    cdna3.buffer_store(smem.load(layout), dst, offsets)
+
+
+def test_a_copy_never_committed_is_outstanding_even_after_wait_group_zero():
+    """wait_group counts committed groups: a copy no commit_group closed is waited for by none, and Triton 3.9.0
+    emits no s_waitcnt for such a wait (test_amd_lessons pins that on lesson 22). The read after it is the race."""
+    src, dst = _buffers()
+    with pytest.raises(ModelRace, match=r"reads smem while the direct-to-LDS copy into it was never committed"):
+        run(never_committed_kernel, 1, Pointer(src), Pointer(dst), XBLOCK=256, layout=LAYOUT, shared=SHARED)
 
 
 @gluon.jit

@@ -289,15 +289,32 @@ def region_check(key: str, target: str, copies: list[int], burst: int, why: str,
     return Check(key, title, run, target=target)
 
 
-def accumulator_check(key: str, target: str, agprs: int, moves_in_loop: int, why: str, compile_=None) -> Check:
-    """The accumulators sit in ``agprs`` AGPRs and the K loop moves nothing between the register files
-    (``moves_in_loop`` v_accvgpr_* instructions, 0 for ``cd_regclass="a"``), fp16 and bf16."""
+FILES = {"a": "AGPRs", "v": "VGPRs"}
+
+
+def accumulator_check(key: str, target: str, agprs: int, moves_in_loop: int, why: str, compile_=None,
+                      cd: str = "a") -> Check:
+    """Every MFMA of the K loop reads its accumulator (C) and writes its result (D) in the register file ``cd``
+    (``"a"``, the AGPRs, for ``cd_regclass="a"``), the kernel holds ``agprs`` AGPRs, and the K loop moves
+    ``moves_in_loop`` values between the register files (v_accvgpr_*), fp16 and bf16. The files are read off each
+    MFMA's operands (``amdgcn.mfma_operand_files``): a count of moves or AGPRs alone can hide one MFMA of two left in
+    the other file."""
     compile_ = compile_ or compiled
-    title = (f"{target}: {agprs} AGPRs, {moves_in_loop} v_accvgpr_* moves in the K loop (fp16 and bf16)")
+    title = (f"{target}: every MFMA of the K loop reads C and writes D in {FILES[cd]}; {agprs} AGPRs, {moves_in_loop} "
+             "v_accvgpr_* moves in the K loop (fp16 and bf16)")
 
     def run(mod):
         for dtype in DTYPES:
             k = compile_(mod, target, dtype)
+            mfmas = amdgcn.mfma_operand_files(k)
+            writes = [ins for (d, _, _, _), ins in mfmas if d != cd]
+            reads = [ins for (_, _, _, c), ins in mfmas if c != cd]
+            if writes or reads:
+                first = (writes or reads)[0].text
+                other = FILES["v" if cd == "a" else "a"]
+                return (f"{dtype}: of the K loop's {len(mfmas)} MFMAs, {len(writes)} write their result (D) and "
+                        f"{len(reads)} read their accumulator (C) in {other}, the first `{first}`; expected every "
+                        f"MFMA's C and D in {FILES[cd]} ({why})")
             moves = amdgcn.instruction_mix(k)["AGPR move"]
             b = amdgcn.budget(k, NUM_WARPS)
             if moves != moves_in_loop:

@@ -349,13 +349,19 @@ def loop_vmcnts(compiled) -> list[int]:
             if i.opcode == "s_waitcnt" and wait_counts(i).get("vmcnt", 63) < 63]
 
 
+def mfma_operand_files(compiled) -> list[tuple[tuple[str, ...], Instruction]]:
+    """Each MFMA of the K loop, in loop order, with the register file of its operands: ``(("a", "v", "v", "a"),
+    instruction)`` for D (the result), A, B and C (the accumulator read), ``"v"`` an ordinary VGPR, ``"a"`` an AGPR."""
+    out = []
+    for ins in main_loop(compiled).instructions:
+        if ins.opcode.startswith("v_mfma"):
+            operands = [op.strip() for op in ins.text.split(None, 1)[1].split(",")][:4]
+            out.append((tuple(op[0] for op in operands), ins))
+    return out
+
+
 def mfma_register_files(compiled) -> Counter:
     """Which register file each operand of the K loop's MFMAs lives in: a Counter of (D, A, B, C) tuples of ``"v"``
     (ordinary VGPRs) and ``"a"`` (AGPRs), e.g. ``{("v", "a", "a", "v"): 128}``: accumulators in VGPRs, operands in
     AGPRs."""
-    files = Counter()
-    for ins in main_loop(compiled).instructions:
-        if ins.opcode.startswith("v_mfma"):
-            operands = [op.strip() for op in ins.text.split(None, 1)[1].split(",")][:4]
-            files[tuple(op[0] for op in operands)] += 1
-    return files
+    return Counter(files for files, _ in mfma_operand_files(compiled))
