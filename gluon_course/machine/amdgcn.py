@@ -264,17 +264,28 @@ def wait_counts(ins: Instruction) -> dict:
     return {name: int(n) for name, n in re.findall(r"(vmcnt|lgkmcnt|expcnt)\((\d+)\)", ins.text)}
 
 
+# The largest count each counter takes on gfx9 (CDNA): a wait for it waits for nothing.
+WAIT_MAX = {"vmcnt": 63, "lgkmcnt": 15}
+
+
+def wait_mark(ins: Instruction) -> str | None:
+    """An ``s_waitcnt`` as a mark of the issue string: ``"w vmcnt(0)"`` (memory: loads, copies into LDS),
+    ``"w lgkmcnt(11)"`` (LDS, and scalar memory), ``"w vmcnt(4) lgkmcnt(0)"`` for both; None for a wait on neither."""
+    counts = wait_counts(ins)
+    shown = [f"{name}({counts[name]})" for name in ("vmcnt", "lgkmcnt") if counts.get(name, WAIT_MAX[name]) <
+             WAIT_MAX[name]]
+    return "w " + " ".join(shown) if shown else None
+
+
 def issue_runs(instructions, marks: dict | None = None) -> list[tuple[str, int]]:
     """The loop as runs of one mark each, in issue order: ``[("M", 6), ("w vmcnt(0)", 1), ("|", 1), ("C", 1), ...]``.
-    ``marks`` maps MIX categories to a letter (default ``ISSUE_MARKS``); waits on the memory counter are kept as
-    ``"w vmcnt(n)"``, everything else is left out."""
+    ``marks`` maps MIX categories to a letter (default ``ISSUE_MARKS``); every wait is kept with its counts
+    (``wait_mark``: ``"w vmcnt(n)"`` on memory, ``"w lgkmcnt(n)"`` on LDS reads), everything else is left out."""
     marks = ISSUE_MARKS if marks is None else marks
     runs: list[tuple[str, int]] = []
     for ins in instructions:
         cat = category(ins)
-        mark = marks.get(cat)
-        if cat == "wait" and "vmcnt" in wait_counts(ins):
-            mark = f"w vmcnt({wait_counts(ins)['vmcnt']})"
+        mark = wait_mark(ins) if cat == "wait" else marks.get(cat)
         if mark is None:
             continue
         if runs and runs[-1][0] == mark and not mark.startswith("w "):
