@@ -83,8 +83,14 @@ BUFFER_BYTES = INT32_MAX - 1
 def require_amd_gemm_args(a, b, c, *, buffer_ops: bool = True, k_multiple: int = 1) -> tuple[int, int, int]:
     """The AMD lessons' contract: ``a`` (M×K, row-major), ``b`` (K×N, K-contiguous), ``c`` (M×N, row-major), GPU
     tensors of one dtype, bf16 or fp16. With ``buffer_ops`` each must span at most 2^31 - 2 bytes (32-bit buffer
-    offsets); ``k_multiple`` is what the direct-to-LDS copies need of K and the row strides. Returns (M, N, K)."""
+    offsets); ``k_multiple`` is what the direct-to-LDS copies need of K and the row strides. Returns (M, N, K).
+
+    An empty product (M, N or K = 0) passes once its shapes and dtypes hold: no element of A or B is read and no
+    kernel runs (``validate.empty_product``), and PyTorch gives a tensor with a zero-length axis strides of its own
+    choosing (a 64 × 0 A has strides (1, 1)), so the layout rules below, about elements that exist, do not apply."""
     M, N, K = require_matmul_shapes(a, b, c)
+    if 0 in (M, N, K):
+        return M, N, K
     if K > 1 and a.stride(1) != 1 or N > 1 and c.stride(1) != 1:
         which = "a" if K > 1 and a.stride(1) != 1 else "c"
         raise ValueError(f"{which} has strides {tuple((a if which == 'a' else c).stride())}; the kernel needs it "

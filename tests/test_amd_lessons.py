@@ -79,6 +79,17 @@ def test_version_5s_reads_land_in_the_next_steps_operand_registers():
     assert {ins.text.split()[1].rstrip(",") for _, ins in reads} == operands
 
 
+def test_version_5s_first_mfmas_wait_for_the_reads_of_the_trip_before():
+    """Lesson 25's prose, read off the issue strings: version 5 reads tile i + 1 after the trip's last MFMA, and the
+    next trip's first MFMAs wait for those reads (lgkmcnt(11), (7), (6)); its copies are spread among the MFMAs, where
+    version 4 issues them in one burst and reads its own tile before its MFMAs."""
+    v5 = amdgcn.issue_string(amdgcn.main_loop(_compiled("25")).instructions)
+    v4 = amdgcn.issue_string(amdgcn.main_loop(_compiled("24")).instructions)
+    assert v5.startswith("w lgkmcnt(11) M w lgkmcnt(7) M a M w lgkmcnt(6) M") and v5.endswith("M31 R32 B")
+    assert "w vmcnt(0) lgkmcnt(0) | M C M C" in v5
+    assert v4.startswith("| C14 a C a C a2 w vmcnt(16) | R2 a8 R2 a R28 w lgkmcnt(14) M w lgkmcnt(13) M")
+
+
 def test_triton_inserts_the_barriers_the_lessons_write():
     """Lessons 25 and 24 say their gl.barrier() calls are what Triton's membar pass would insert: removed, the K
     loop is the same, instruction for instruction."""
@@ -88,6 +99,19 @@ def test_triton_inserts_the_barriers_the_lessons_write():
         plain = amdgcn.main_loop(_compiled(number)).instructions
         without = amdgcn.main_loop(load_checks(number).compiled(mod, "gfx950", "fp16")).instructions
         assert [i.text for i in without] == [i.text for i in plain], text
+
+
+def test_a_wait_with_no_committed_group_before_it_emits_no_wait():
+    """Why the host model keeps copies no commit_group closed in flight at every wait_group, 0 included (Triton's
+    docstring says wait_group(0) waits for them): lesson 22 without its commit_group keeps ttg.async_wait {num = 0}
+    in its TTGIR, but its K loop has no s_waitcnt vmcnt at all, so the LDS reads follow the copies unwaited."""
+    plain = amd_gemm.compiled(load_solution("22"), "gfx950", "fp16")
+    variant = amd_gemm.solution_variant("22", "        async_copy.commit_group()\n", "", "nocommit")
+    without = amd_gemm.compiled(variant, "gfx950", "fp16")
+    assert amdgcn.loop_vmcnts(plain) == [0]
+    assert "ttg.async_wait {num = 0" in without.ttgir and "ttg.async_commit_group" not in without.ttgir
+    assert amdgcn.loop_vmcnts(without) == []
+    assert [i.opcode for i in amdgcn.main_loop(without).instructions].count("ds_read_b128") == 32
 
 
 def test_version_6_parks_offsets_in_agprs():
@@ -150,7 +174,7 @@ def test_order_regions_and_gaps_read_off_a_listing():
     assert amdgcn.loop_vmcnts(fake) == [4]
     assert amdgcn.instruction_mix(fake)["scratch"] == 1
     assert amdgcn.issue_string(amdgcn.main_loop(fake).instructions) == \
-        "M C2 w vmcnt(4) | M C R | S B"
+        "M C2 w vmcnt(4) lgkmcnt(0) | M C R w lgkmcnt(0) | S B"
     assert dict(amdgcn.mfma_register_files(fake)) == {("a", "v", "v", "a"): 2}
 
 

@@ -84,14 +84,31 @@ def test_a_read_that_overtakes_its_copy_is_a_race_naming_the_group():
             shared=SHARED)
 
 
-def test_wait_group_zero_waits_for_uncommitted_copies_too():
-    """Triton's docstring: uncommitted copies are waited upon by wait_group(0). Without the first commit the two
-    copies form one group, so wait_group(1) retires nothing and the read races."""
+def test_a_commit_closes_every_copy_since_the_last_one():
+    """Without the first commit the two copies form one group: wait_group(1) retires nothing and the read races;
+    wait_group(0) retires the group, both copies with it."""
     src, dst = _buffers(512)
     with pytest.raises(ModelRace):
         run(lds_kernel, 1, Pointer(src), Pointer(dst), WAIT=1, COMMIT=False, XBLOCK=256, layout=LAYOUT,
             shared=SHARED)
     run(lds_kernel, 1, Pointer(src), Pointer(dst), WAIT=0, COMMIT=False, XBLOCK=256, layout=LAYOUT, shared=SHARED)
+
+
+@gluon.jit
+def never_committed_kernel(src, dst, XBLOCK: gl.constexpr, layout: gl.constexpr, shared: gl.constexpr):
+    smem = gl.allocate_shared_memory(gl.float16, [XBLOCK], shared)
+    offsets = gl.arange(0, XBLOCK, layout=layout)
+    async_copy.buffer_load_to_shared(smem, src, offsets)
+    async_copy.wait_group(0)
+    cdna3.buffer_store(smem.load(layout), dst, offsets)
+
+
+def test_a_copy_never_committed_is_outstanding_even_after_wait_group_zero():
+    """wait_group counts committed groups: a copy no commit_group closed is waited for by none, and Triton 3.9.0
+    emits no s_waitcnt for such a wait (test_amd_lessons pins that on lesson 22). The read after it is the race."""
+    src, dst = _buffers()
+    with pytest.raises(ModelRace, match=r"reads smem while the direct-to-LDS copy into it was never committed"):
+        run(never_committed_kernel, 1, Pointer(src), Pointer(dst), XBLOCK=256, layout=LAYOUT, shared=SHARED)
 
 
 @gluon.jit
@@ -154,3 +171,68 @@ def test_every_amd_solution_is_exact_in_the_host_model(number):
     checks = load_checks(number).CHECKS
     check = checks.check("host_model")
     assert check.run(load_solution(number)) is None
+
+
+# -- correct code in the vendor's own style: Python control flow on scalars, builtin min and max ------------------
+
+# AMD's v9 computes its tile with Python if/else and a ternary on run-time scalars (get_pids in their v9 README);
+# Triton compiles those, and max/min, which its code generator reads as builtin_max/builtin_min.
+_FIRST = "    first = xcd * per_xcd - gl.maximum(xcd - tall, 0)\n"
+_ROWS = "    group_rows = gl.minimum(num_pid_m - first_pid_m, GROUP_M)\n"
+PYTHON_STYLE = {
+    "builtin max": ("29", _FIRST, _FIRST.replace("gl.maximum", "max")),
+    "ternary": ("29", _FIRST, "    first = xcd * per_xcd if xcd < tall else tall * per_xcd + (xcd - tall) * (per_xcd - 1)\n"),
+    "if/else": ("29", _FIRST, "    if xcd < tall:\n        first = xcd * per_xcd\n    else:\n"
+                              "        first = tall * per_xcd + (xcd - tall) * (per_xcd - 1)\n"),
+    "builtin min": ("29", _ROWS, _ROWS.replace("gl.minimum", "min")),
+    "lesson 17, builtin min and an if": ("17", "    group_rows = gl.minimum(num_pid_m - first_pid_m, GROUP_M)\n",
+                                         "    group_rows = min(num_pid_m - first_pid_m, GROUP_M)\n"
+                                         "    if group_rows < 1:\n        group_rows = 1\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PYTHON_STYLE))
+def test_correct_code_in_the_vendors_style_compiles_and_passes_the_host_checks(name):
+    from gluon_course import load_checks
+    from gluon_course.grading.runner import run_check
+
+    number, old, new = PYTHON_STYLE[name]
+    variant = amd_gemm.solution_variant(number, old, new, "pystyle" + "".join(c for c in name if c.isalnum()))
+    checks = load_checks(number)
+    # The machine-code check compiles it: code that Triton compiles is what the host must run.
+    keys = ("loop_gfx950", "xcd_order", "host_model") if number == "29" else ("pipeline_sm_90", "grouped_order",
+                                                                               "host_model")
+    for key in keys:
+        outcome = run_check(checks.CHECKS.check(key), variant, number)
+        assert outcome.ok, f"{name}: {key} says {outcome.detail}"
+
+
+def test_builtin_min_and_max_are_triton_s_elementwise_ones():
+    from gluon_course.model import shims
+
+    assert shims.builtin_max(3, 7, 5) == 7 and shims.builtin_min(3, 7, 5) == 3
+    assert list(shims.builtin_max(np.arange(4), 2)) == [2, 2, 2, 3]
+    assert list(shims.builtin_min(np.arange(4), np.array([3, 0, 3, 0]))) == [0, 0, 2, 0]
+    assert shims.builtin_max([4, 9]) == 9          # one iterable: Python's own
+
+
+def test_a_line_python_cannot_run_as_the_gpu_does_is_not_modelled_by_name():
+    """The model concludes nothing from a line it cannot run: ModelUnsupported naming the line, which a check turns
+    into 'not checked here'. An error of the model's own stays what it is."""
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model.orders import tile_order
+
+    def vector_condition(tile, m, n):
+        lanes = np.arange(2) + tile
+        return (0 if lanes else 1), 0          # a condition on two values: no scalar to branch on
+
+    with pytest.raises(ModelUnsupported, match=r"line \d+ of test_amd_model.py does \(`return \(0 if lanes"):
+        tile_order(vector_condition, 4, 2, 2)
+
+    def model_error(tile, m, n):
+        from gluon_course.model.shims import Pointer
+        Pointer(None) + Pointer(None)
+        return 0, 0
+
+    with pytest.raises(TypeError, match="a pointer plus a pointer"):
+        tile_order(model_error, 1, 1, 1)

@@ -264,17 +264,28 @@ def wait_counts(ins: Instruction) -> dict:
     return {name: int(n) for name, n in re.findall(r"(vmcnt|lgkmcnt|expcnt)\((\d+)\)", ins.text)}
 
 
+# The largest count each counter takes on gfx9 (CDNA): a wait for it waits for nothing.
+WAIT_MAX = {"vmcnt": 63, "lgkmcnt": 15}
+
+
+def wait_mark(ins: Instruction) -> str | None:
+    """An ``s_waitcnt`` as a mark of the issue string: ``"w vmcnt(0)"`` (memory: loads, copies into LDS),
+    ``"w lgkmcnt(11)"`` (LDS, and scalar memory), ``"w vmcnt(4) lgkmcnt(0)"`` for both; None for a wait on neither."""
+    counts = wait_counts(ins)
+    shown = [f"{name}({counts[name]})" for name in ("vmcnt", "lgkmcnt") if counts.get(name, WAIT_MAX[name]) <
+             WAIT_MAX[name]]
+    return "w " + " ".join(shown) if shown else None
+
+
 def issue_runs(instructions, marks: dict | None = None) -> list[tuple[str, int]]:
     """The loop as runs of one mark each, in issue order: ``[("M", 6), ("w vmcnt(0)", 1), ("|", 1), ("C", 1), ...]``.
-    ``marks`` maps MIX categories to a letter (default ``ISSUE_MARKS``); waits on the memory counter are kept as
-    ``"w vmcnt(n)"``, everything else is left out."""
+    ``marks`` maps MIX categories to a letter (default ``ISSUE_MARKS``); every wait is kept with its counts
+    (``wait_mark``: ``"w vmcnt(n)"`` on memory, ``"w lgkmcnt(n)"`` on LDS reads), everything else is left out."""
     marks = ISSUE_MARKS if marks is None else marks
     runs: list[tuple[str, int]] = []
     for ins in instructions:
         cat = category(ins)
-        mark = marks.get(cat)
-        if cat == "wait" and "vmcnt" in wait_counts(ins):
-            mark = f"w vmcnt({wait_counts(ins)['vmcnt']})"
+        mark = wait_mark(ins) if cat == "wait" else marks.get(cat)
         if mark is None:
             continue
         if runs and runs[-1][0] == mark and not mark.startswith("w "):
@@ -349,13 +360,19 @@ def loop_vmcnts(compiled) -> list[int]:
             if i.opcode == "s_waitcnt" and wait_counts(i).get("vmcnt", 63) < 63]
 
 
+def mfma_operand_files(compiled) -> list[tuple[tuple[str, ...], Instruction]]:
+    """Each MFMA of the K loop, in loop order, with the register file of its operands: ``(("a", "v", "v", "a"),
+    instruction)`` for D (the result), A, B and C (the accumulator read), ``"v"`` an ordinary VGPR, ``"a"`` an AGPR."""
+    out = []
+    for ins in main_loop(compiled).instructions:
+        if ins.opcode.startswith("v_mfma"):
+            operands = [op.strip() for op in ins.text.split(None, 1)[1].split(",")][:4]
+            out.append((tuple(op[0] for op in operands), ins))
+    return out
+
+
 def mfma_register_files(compiled) -> Counter:
     """Which register file each operand of the K loop's MFMAs lives in: a Counter of (D, A, B, C) tuples of ``"v"``
     (ordinary VGPRs) and ``"a"`` (AGPRs), e.g. ``{("v", "a", "a", "v"): 128}``: accumulators in VGPRs, operands in
     AGPRs."""
-    files = Counter()
-    for ins in main_loop(compiled).instructions:
-        if ins.opcode.startswith("v_mfma"):
-            operands = [op.strip() for op in ins.text.split(None, 1)[1].split(",")][:4]
-            files[tuple(op[0] for op in operands)] += 1
-    return files
+    return Counter(files for files, _ in mfma_operand_files(compiled))

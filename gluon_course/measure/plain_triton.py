@@ -49,11 +49,13 @@ def tl_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_
 
 def matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None) -> torch.Tensor:
     """C = A·B with plain Triton, autotuned per (M, N, K) over ``CONFIGS`` (the first call of a shape tunes)."""
-    from ..validate import require_matmul_args
+    from ..validate import empty_product, require_matmul_args
 
     if c is None:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     M, N, K = require_matmul_args(a, b, c, b_either_way=True)      # tl.dot takes B either way: by its strides
+    if empty_product(a, b, c):          # M, N or K is 0: what torch.matmul returns (no grid of 0 programs)
+        return c
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
     tl_matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                            c.stride(1))
@@ -159,15 +161,13 @@ _SCRATCH: dict = {}
 def linear(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None) -> torch.Tensor:
     """C = A·B with plain Triton for the model shapes (B K × N or w.t()), autotuned per (M, N, K) over
     ``LINEAR_CONFIGS`` (split-K included). The scratch for the slices is sized for any configuration of the space."""
-    from ..validate import require_matmul_args
+    from ..validate import empty_product, require_matmul_args
 
     if c is None:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     M, N, K = require_matmul_args(a, b, c, b_either_way=True)
-    if M == 0 or N == 0:
+    if empty_product(a, b, c):
         return c
-    if K == 0:
-        return c.zero_()
     key = (M, N, a.device)
     if key not in _SCRATCH:
         most = max(s for *_, s, _, _ in ((m, n, k, s, st, w) for m, n, k, s, st, w in LINEAR_CONFIGS))

@@ -327,6 +327,48 @@ def draw_with_crop(layout, shape, crop=(16, 16), title: str | None = None, cell_
     plt.show()
 
 
+def warp_grid(layout, shape):
+    """A 2D tensor's elements by the warp that holds them (the lowest, when several do): a numpy array of ``shape``."""
+    import numpy as np
+
+    table, (rows, cols) = _owner_table_2d(layout, shape)
+    grid = np.empty((rows, cols), dtype=np.int64)
+    for (i, j), held in table.items():
+        grid[i, j] = min(w for w, _, _ in held)
+    return grid
+
+
+def draw_warps(layout, shape, block: int | None = None, title: str | None = None, unit: str = "warp",
+               size: float = 5.0):
+    """A whole 2D tensor coloured by the warp that holds each element, one pixel per element (a picture that stays
+    readable at 256 × 256), with a grid every ``block`` elements (an instruction's tile, say). ``unit`` names the
+    warps in the legend ("wave" on AMD). Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    grid = warp_grid(layout, shape)
+    warps = int(grid.max()) + 1
+    fig, ax = plt.subplots(figsize=(size + 1.6, size))
+    ax.imshow(grid, cmap=ListedColormap([_PALETTE[w % len(_PALETTE)] for w in range(warps)]), vmin=-0.5,
+              vmax=warps - 0.5, interpolation="nearest")
+    rows, cols = grid.shape
+    if block:
+        for x in range(block, cols, block):
+            ax.axvline(x - 0.5, color="white", linewidth=0.4)
+        for y in range(block, rows, block):
+            ax.axhline(y - 0.5, color="white", linewidth=0.4)
+    ax.set_xticks([0, cols - 1], ["0", str(cols - 1)])
+    ax.set_yticks([0, rows - 1], ["0", str(rows - 1)])
+    ax.set_xlabel("column", fontsize=8)
+    ax.set_ylabel("row", fontsize=8)
+    ax.legend(handles=[Patch(color=_PALETTE[w % len(_PALETTE)], label=f"{unit} {w}") for w in range(warps)],
+              loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    ax.set_title(title or f"{_short(layout)} on {list(shape)}, by {unit}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def _short(layout) -> str:
     if isinstance(layout, gl.BlockedLayout):
         return (f"Blocked(spt={layout.size_per_thread}, tpw={layout.threads_per_warp}, "

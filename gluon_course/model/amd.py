@@ -10,9 +10,13 @@ What the hardware does, as the model does it:
   inside the range but outside the tensor reads or writes memory that is not the tensor's: the model stops there
   (``ModelOutOfBounds``), as it does for an unmasked ``gl.load``.
 * **direct-to-LDS copies** (``async_copy.buffer_load_to_shared``) land in LDS asynchronously. ``commit_group`` closes
-  a group of them; ``wait_group(n)`` returns once at most ``n`` groups are still in flight (with ``n = 0``, copies
-  not yet committed too). A read of LDS (``.load``, ``load_shared_relaxed``) that a copy into the same buffer may
-  still be writing is a race: the model names it. A program that ends with copies in flight is one too.
+  a group of them; ``wait_group(n)`` returns once at most ``n`` groups are still in flight. Copies no
+  ``commit_group`` has closed are in no group and stay in flight: Triton's docstring says ``wait_group(0)`` waits for
+  them too, but Triton 3.9.0 emits no ``s_waitcnt vmcnt`` for a wait that no committed group reaches (lesson 22's
+  loop without its ``commit_group`` reads LDS straight after its copies), so the model counts only committed groups.
+  A read of LDS (``.load``, ``load_shared_relaxed``) that a copy into the same buffer may still be writing is a race:
+  the model names it, at the read after the wait that fails to cover it. A program that ends with copies in flight
+  is one too.
 * **MFMA** (``cdna3.mfma``, also reached as ``cdna4.mfma``) multiplies register operands and adds the accumulator;
   ``cd_regclass`` (which register file holds the accumulator) changes no value and is accepted.
 
@@ -100,8 +104,8 @@ def commit_group():
 
 
 def wait_group(num_outstanding=0):
-    # "uncommitted async operations will be waited upon even if num_outstanding is 0" (Triton's docstring)
-    shims.cp_wait_group(num_outstanding, KIND, uncommitted_too=True)
+    # Committed groups only (the module's docstring says why uncommitted copies stay in flight).
+    shims.cp_wait_group(num_outstanding, KIND)
 
 
 def load_shared_relaxed(smem, layout=None):

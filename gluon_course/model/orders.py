@@ -1,17 +1,36 @@
 """Tile orders on the host: a learner's ``@gluon.jit`` function that maps a tile number to (row, column) of tiles,
-evaluated with numpy over a whole grid at once, to show that every tile is visited exactly once."""
+evaluated for every tile number of a grid, to show that every tile is visited exactly once."""
 from __future__ import annotations
 
 import numpy as np
 
-from .run import patched
+from .run import patched, unmodelled
+from .runtime import ModelError, ModelUnsupported
 
 
 def tile_order(fn, tiles: int, *args) -> tuple[np.ndarray, np.ndarray]:
-    """(pid_m, pid_n) of tile numbers 0 … tiles − 1 under ``fn(tile, *args)`` (the kernel's own function)."""
-    rows, cols = patched(fn)(np.arange(tiles, dtype=np.int64), *args)
-    return (np.broadcast_to(np.asarray(rows, dtype=np.int64), (tiles,)),
-            np.broadcast_to(np.asarray(cols, dtype=np.int64), (tiles,)))
+    """(pid_m, pid_n) of tile numbers 0 … tiles − 1 under ``fn(tile, *args)`` (the kernel's own function).
+
+    The function runs once per tile number, on a scalar, as one program runs it on the GPU: so Python control flow
+    on the scalars (``if``, a ternary) and builtin ``min``/``max``, which Triton compiles, run here too. The scalar
+    is a 64-bit numpy integer, so that a division by zero gives a number (0) as it does on a GPU, where it does not
+    trap, instead of stopping the evaluation: a wrong order then shows as tiles outside the grid or visited twice. A
+    line that Python still cannot run raises ModelUnsupported naming it."""
+    body = patched(fn)
+    rows, cols = np.empty(tiles, dtype=np.int64), np.empty(tiles, dtype=np.int64)
+    for tile in range(tiles):
+        try:
+            with np.errstate(all="ignore"):
+                row, col = body(np.int64(tile), *args)
+            rows[tile], cols[tile] = int(np.asarray(row)), int(np.asarray(col))
+        except (ModelError, ModelUnsupported):
+            raise
+        except Exception as e:  # noqa: BLE001 - a line of the kernel that Python cannot run as the GPU does
+            unsupported = unmodelled(e)
+            if unsupported is None:
+                raise
+            raise unsupported from e
+    return rows, cols
 
 
 def visits_each_once(fn, num_pid_m: int, num_pid_n: int, *args) -> str | None:

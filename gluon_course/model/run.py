@@ -3,10 +3,14 @@ replaced by the model's (``shims``). The kernel's own source is what runs: a lea
 from __future__ import annotations
 
 import itertools
+import linecache
+import os
 import types
 
+import numpy as np
+
 from . import amd, shims
-from .runtime import ModelUnsupported, Partition, Program, run_partitions
+from .runtime import ModelError, ModelUnsupported, Partition, Program, run_partitions
 
 
 class _Namespace:
@@ -107,7 +111,37 @@ def patched(fn):
         _PATCHED[key] = (raw, fresh)
         globals_.update({name: _replacement(value) for name, value in raw.__globals__.items()})
         globals_.setdefault("__builtins__", raw.__globals__.get("__builtins__"))
+        if raw is not fn:
+            # Inside a @gluon.jit function Triton's code generator reads the names min and max as its own
+            # builtin_min/builtin_max (language.core): the elementwise minimum or maximum of two or more values.
+            globals_.setdefault("min", shims.builtin_min)
+            globals_.setdefault("max", shims.builtin_max)
     return _PATCHED[key][1]
+
+
+_MODEL_DIR = os.path.dirname(os.path.abspath(__file__))
+# Where the libraries live (the standard library; numpy and the other installed packages): their frames are skipped.
+_LIBRARIES = (os.path.dirname(os.path.abspath(os.__file__)), os.path.dirname(os.path.dirname(os.path.abspath(np.__file__))))
+
+
+def unmodelled(error: BaseException) -> ModelUnsupported | None:
+    """When ``error`` was raised by a line of the kernel's own code run as Python (numpy refusing what the compiled
+    kernel does, say), the ModelUnsupported that names that line; None when it comes from the model itself (one of
+    its own errors, or a fault of the model, which must not be hidden as "not modelled")."""
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+        tb = tb.tb_next
+    for filename, lineno in reversed(frames):          # innermost first
+        path = os.path.abspath(filename)
+        if path.startswith(_MODEL_DIR):
+            return None
+        if path.startswith(_LIBRARIES):
+            continue
+        code = linecache.getline(filename, lineno).strip()
+        return ModelUnsupported(f"what line {lineno} of {os.path.basename(filename)} does (`{code}`): run as Python "
+                                f"it raised {type(error).__name__}, where the compiled kernel runs")
+    return None
 
 
 def run(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:
@@ -115,7 +149,12 @@ def run(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:
     descriptors, ints) and ``kwargs`` (the constexprs, by name). Returns each program's state (its trace).
 
     Raises ModelHang, ModelRace, ModelOutOfBounds or ModelError with a sentence when the kernel's protocol is wrong,
-    and ModelUnsupported when the kernel uses an operation the model does not know."""
+    and ModelUnsupported when the kernel uses an operation the model does not know, or has a line that Python cannot
+    run as the compiled kernel does (``unmodelled``): the model then concludes nothing.
+
+    Each program runs with scalars where the GPU has scalars (its program id, the integer arguments and what is
+    computed from them are Python ints or one-element arrays), so Python control flow on them (``if``, a ternary,
+    ``and``/``or``) and builtin ``min``/``max`` run as Triton compiles them."""
     body = patched(kernel)
     grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
     grid = grid + (1,) * (3 - len(grid))
@@ -125,7 +164,15 @@ def run(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:
         prog = Program(pid, grid, num_warps)
         part = Partition("program", pid, grid, num_warps)
         prog.partitions = [part]
-        run_partitions(prog, [(part, lambda: body(*args, **kwargs))])
+        try:
+            run_partitions(prog, [(part, lambda: body(*args, **kwargs))])
+        except (ModelError, ModelUnsupported):
+            raise
+        except Exception as e:  # noqa: BLE001 - a line of the kernel that Python cannot run as the GPU does
+            unsupported = unmodelled(e)
+            if unsupported is None:
+                raise
+            raise unsupported from e
         shims._require_drained(part)
         programs.append(prog)
     return programs

@@ -313,7 +313,12 @@ def check_read(view: Shared, reader: str, async_proxy: bool = False) -> None:
                         f"{seen} phase(s) complete (is the phase parity of the wait right?)")
             elif kind in ("cp.async", "direct-to-LDS"):
                 owner, group = pw[1], pw[2]
-                if group is None or any(g == group for g, _ in owner.cp_groups):
+                if group is None:
+                    raise ModelRace(
+                        f"{reader} reads {view.name()} while the {kind} copy into it was never committed: no "
+                        "commit_group() closed its group, and wait_group waits only for committed groups, so no wait "
+                        "orders this read after the copy: call commit_group() after the copies, then wait_group")
+                if any(g == group for g, _ in owner.cp_groups):
                     raise ModelRace(
                         f"{reader} reads {view.name()} while the {kind} copy into it may still be in flight: "
                         "commit its group, then async_copy.wait_group until that group is done" +
@@ -414,8 +419,12 @@ def _require_drained(part: Partition) -> None:
     if part.store_groups:
         raise ModelRace(f"the {part.name} ends with {len(part.store_groups)} TMA store(s) still reading shared "
                         "memory: tma.store_wait(0) before the end")
-    if part.cp_groups or part.cp_uncommitted:
-        states = list(part.cp_uncommitted) + [st for _, sts in part.cp_groups for st in sts]
+    if part.cp_uncommitted:
+        kind = part.cp_uncommitted[0].pending_write[0] if part.cp_uncommitted[0].pending_write else "cp.async"
+        raise ModelRace(f"the {part.name} ends with {kind} copies never committed (no commit_group() after them): no "
+                        "wait can cover them; commit their group, then async_copy.wait_group(0) before the end")
+    if part.cp_groups:
+        states = [st for _, sts in part.cp_groups for st in sts]
         kind = "direct-to-LDS" if any(st.pending_write and st.pending_write[0] == "direct-to-LDS" for st in states) \
             else "cp.async"
         raise ModelRace(f"the {part.name} ends with {kind} copies still in flight: async_copy.wait_group(0) "
@@ -450,6 +459,28 @@ def _maximum(a, b, propagate_nan=None):
     if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
         return max(a, b)
     return as_tensor(np.maximum(a, b))
+
+
+def builtin_min(*args, **kwargs):
+    """``min(a, b, ...)`` in a kernel. Triton's code generator reads the name as ``language.core.builtin_min``: the
+    Python minimum when every argument is a constant, else the elementwise ``minimum`` of two or more values (a
+    tensor included, which Triton 3.9.0 accepts with a deprecation warning). Anything else is Python's own min."""
+    if len(args) < 2 or kwargs:
+        return min(*args, **kwargs)
+    out = args[0]
+    for x in args[1:]:
+        out = _minimum(out, x)
+    return out
+
+
+def builtin_max(*args, **kwargs):
+    """``max(a, b, ...)`` in a kernel: ``language.core.builtin_max``, as ``builtin_min``."""
+    if len(args) < 2 or kwargs:
+        return max(*args, **kwargs)
+    out = args[0]
+    for x in args[1:]:
+        out = _maximum(out, x)
+    return out
 
 
 def _float_or_int(dtype):
@@ -784,9 +815,12 @@ def cp_commit_group(kind="cp.async"):
     program().log(me, "commit_group", group=group)
 
 
-def cp_wait_group(num_outstanding=0, kind="cp.async", uncommitted_too=False):
-    """Retire the oldest groups until at most ``num_outstanding`` are in flight; with ``uncommitted_too`` and a depth
-    of 0, the copies not yet committed as well (what AMD's ``wait_group`` documents)."""
+def cp_wait_group(num_outstanding=0, kind="cp.async"):
+    """Retire the oldest committed groups until at most ``num_outstanding`` are in flight. Copies no commit_group has
+    closed belong to no group, and a wait counts groups: they stay in flight whatever the depth, and a read of their
+    buffer is a race. (Triton 3.9.0's AMD docstring says uncommitted copies are waited upon by wait_group(0), but in
+    its own listings a wait with no committed group before it emits no ``s_waitcnt vmcnt`` at all: lesson 22's loop
+    without its commit_group reads LDS straight after the copies.)"""
     me = current()
     retired = []
     while len(me.cp_groups) > int(num_outstanding):
@@ -795,12 +829,8 @@ def cp_wait_group(num_outstanding=0, kind="cp.async", uncommitted_too=False):
         for st in states:
             if st.pending_write == (kind, me, group):
                 st.pending_write = None
-    if uncommitted_too and int(num_outstanding) == 0:
-        for st in me.cp_uncommitted:
-            if st.pending_write == (kind, me, None):
-                st.pending_write = None
-        me.cp_uncommitted = []
-    program().log(me, "wait_group", depth=int(num_outstanding), retired=retired)
+    program().log(me, "wait_group", depth=int(num_outstanding), retired=retired,
+                  uncommitted=len(me.cp_uncommitted))
 
 
 # -- wgmma -----------------------------------------------------------------------------------------

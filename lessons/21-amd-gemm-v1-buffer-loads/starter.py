@@ -18,7 +18,9 @@ from triton.experimental.gluon.language.amd import cdna3
 from gluon_course.amd import mfma_layouts, require_amd_gemm_args, require_amd_gpu, require_tile, tile_copy_layouts
 from gluon_course.validate import empty_product
 
-# The vendor's tile: 256 × 256 × 64, 4 waves (2 along M × 2 along N, each a 128 × 128 piece of C).
+# The vendor's tile: 256 × 256 × 64, 4 waves, 2 along M × 2 along N; each holds 128 × 128 elements of C, not a
+# quarter of the tile but every other 16 × 16 block along M and along N (the accumulator layout's waves repeat
+# every 32 rows and columns: lesson 20 draws it).
 CONFIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4}
 TARGETS = ("gfx950", "gfx942")
 

@@ -3,12 +3,13 @@
 """Lesson 25 · AMD GEMM v5: local prefetch.
 
 Version 4 overlaps the copies of tile i + 1 with the work on tile i, but inside a step the MFMAs still wait for that
-step's own LDS reads: read tile i, then multiply it. Version 5 reads one tile ahead into registers as well. The
-operands of tile i are already in registers when step i begins; its MFMAs start at once, and while they run the
-step reads tile i + 1 from LDS into a second set of registers and copies tile i + 2 from global memory into the LDS
-buffer tile i came from. Three tiles are in flight at every step: one in the MFMAs, one on its way from LDS to
-registers, one on its way from global memory to LDS. The price, on paper, is a second set of operand registers
-(lesson 26 counts them).
+step's own LDS reads: read tile i, then multiply it. Version 5 reads one tile ahead into registers as well: step i
+multiplies tile i from the registers its reads were issued into during step i - 1, copies tile i + 2 from global
+memory into the LDS buffer tile i came from, and issues the reads of tile i + 1 from LDS into a second set of
+registers. Three tiles are at three stages at every step: one in the MFMAs, one in LDS, one on its way from global
+memory to LDS. The price, on paper, is a second set of operand registers (lesson 26 counts them). What Triton 3.9.0
+makes of it (the notebook reads the listing): the reads issue after the step's last MFMA, and the next step's
+first MFMAs wait for them; what the version gains there is its copies, spread among the MFMAs.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -17,9 +18,11 @@ from triton.experimental.gluon.language.amd.cdna4 import async_copy
 
 from gluon_course.amd import launch_gemm, padded_gemm_layouts
 
-# The vendor's tile: 256 × 256 × 64, 4 waves (2 along M × 2 along N, each a 128 × 128 piece of C).
+# The vendor's tile: 256 × 256 × 64, 4 waves, 2 along M × 2 along N; each holds 128 × 128 elements of C, not a
+# quarter of the tile but every other 16 × 16 block along M and along N (the accumulator layout's waves repeat
+# every 32 rows and columns: lesson 20 draws it).
 CONFIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4}
-# gfx950 only: 16-byte copies into LDS, and two padded stages (132 KiB) that gfx942's 64 KiB of LDS would not hold.
+# gfx950 only: 16-byte copies into LDS, and two padded stages of A and B (132 KiB) that gfx942's 64 KiB would not hold.
 TARGETS = ("gfx950",)
 
 

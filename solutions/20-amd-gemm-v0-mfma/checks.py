@@ -4,8 +4,8 @@ from gluon_course.grading import LessonChecks
 from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
                                            headline_figure, host_model_check, loop_check, masked_check, refusal_check)
 
-# One K step (BLOCK_K = 64) of one wave, as Triton 3.9.0 compiles it. Each wave owns a 128 × 128 piece of C: 8 × 8
-# tiles of 16 × 16, each needing 64 / 32 = 2 MFMAs of K = 32 on gfx950 (4 of K = 16 on gfx942). The two tiles, 256 × 64
+# One K step (BLOCK_K = 64) of one wave, as Triton 3.9.0 compiles it. Each wave holds 128 × 128 elements of C: 8 × 8
+# blocks of 16 × 16 (every other one along M and along N), each needing 64 / 32 = 2 MFMAs of K = 32 on gfx950 (4 of K = 16 on gfx942). The two tiles, 256 × 64
 # and 64 × 256 of 2 bytes, are 64 KiB, moved by 256 lanes 16 bytes at a time: 16 loads per lane. convert_layout
 # writes them to LDS (16 ds_write_b128) and reads them back in the MFMA operand layouts (32 ds_read_b128: each wave
 # reads its 128 rows of A and 128 columns of B, half of each tile); every masked load is a branch around it, and the

@@ -11,6 +11,10 @@ PLANTS = [
           "while the copies may still be on their way",
           "        async_copy.wait_group(0)\n", "",
           rejected_by="copies_waited"),
+    Plant("commit_group() left out: the copies belong to no group, so wait_group(0) covers none of them (Triton "
+          "3.9.0 then emits no s_waitcnt vmcnt in the loop at all) and the tiles are read while the copies may still "
+          "be on their way",
+          "        async_copy.commit_group()\n", "", rejected_by="host_model"),
     Plant("B's offsets advance by BLOCK_K columns instead of BLOCK_K elements of K, as if B were row-major: every "
           "step after the first multiplies by the wrong columns of B",
           "        b_offsets += BLOCK_K\n", "        b_offsets += BLOCK_K * stride_bn\n",

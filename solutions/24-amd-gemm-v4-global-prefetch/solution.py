@@ -4,8 +4,8 @@ Versions 2 and 3 start the copies of a tile and wait for them at once: every K s
 memory before its first MFMA, and the MFMAs stand still meanwhile. Version 4 keeps two LDS buffers per operand. While
 the MFMAs read tile i from one buffer, the copies of tile i + 1 fill the other; the wait before the reads
 (``wait_group(1)``) lets the newest group, tile i + 1's, stay in flight, so only tile i's copies, started a whole
-step earlier, must have landed. Two padded 256 × 64 tiles per operand take 132 KiB of LDS, which gfx950's 160 KiB
-per CU holds; gfx942's 64 KiB would not.
+step earlier, must have landed. Two padded 256 × 64 tiles of one operand take 66 KiB of LDS (67 552 bytes), both
+operands 132 KiB (135 104 bytes), which gfx950's 160 KiB per CU holds; gfx942's 64 KiB would not.
 """
 import torch
 import triton
@@ -19,11 +19,13 @@ from gluon_course.amd import (K_MULTIPLE, WARP_SIZE, lds_layouts, mfma_layouts, 
 from gluon_course.memory.lds import direct_copy_layout
 from gluon_course.validate import empty_product
 
-# The vendor's tile: 256 × 256 × 64, 4 waves (2 along M × 2 along N, each a 128 × 128 piece of C).
+# The vendor's tile: 256 × 256 × 64, 4 waves, 2 along M × 2 along N; each holds 128 × 128 elements of C, not a
+# quarter of the tile but every other 16 × 16 block along M and along N (the accumulator layout's waves repeat
+# every 32 rows and columns: lesson 20 draws it).
 CONFIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4}
 # gfx950 only: gfx942's direct-to-LDS loads move at most 4 bytes per lane, and these tiles are copied 16 at a time.
 TARGETS = ("gfx950",)
-# (And two stages of padded tiles, 132 KiB of LDS, would not fit gfx942's 64 KiB per CU.)
+# (And two stages of padded tiles of A and B, 132 KiB of LDS, would not fit gfx942's 64 KiB per CU.)
 
 
 def kernel_layouts(target: str = "gfx950", BLOCK_M: int = 256, BLOCK_N: int = 256, BLOCK_K: int = 64,

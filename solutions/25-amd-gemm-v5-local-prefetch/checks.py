@@ -24,8 +24,8 @@ LDS_BYTES = 135104          # lesson 24's two stages of padded tiles
 
 CHECKS = LessonChecks(
     targets=("gfx950",),
-    teaches="local prefetch: the next tile read from LDS into registers while this one is multiplied; three tiles "
-            "in flight (global → LDS, LDS → registers, MFMA)",
+    teaches="local prefetch: the next tile read from LDS into registers one step ahead, three tiles at three "
+            "stages (global → LDS, LDS → registers, MFMA)",
     machine_code=[
         loop_check("loop_gfx950", "gfx950: the K loop holds 128 v_mfma_f32_16x16x32, 16 buffer_load_dwordx4 … lds, "
                    "32 ds_read_b128, 1 barrier, 1 branch (fp16 and bf16)", "gfx950", LOOP, WHY),

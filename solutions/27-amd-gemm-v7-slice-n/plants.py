@@ -13,6 +13,10 @@ PLANTS = [
           "Triton 3.9.0 keeps them in ordinary VGPRs, the operands go to the AGPRs, and the loop moves values between "
           "the two files",
           _REGIONS, _REGIONS.replace(', cd_regclass="a")', ")"), rejected_by="agpr_accumulators"),
+    Plant("cd_regclass=\"a\" left off the right region's MFMA only (the left one keeps it): correct, but the loop's "
+          "right-half MFMAs then accumulate partly in ordinary VGPRs, and a count of moves or AGPRs alone does not "
+          "show it",
+          _RIGHT, _RIGHT.replace(', cd_regclass="a")', ")"), rejected_by="agpr_accumulators"),
     Plant("the right region waits with wait_group(3): the next tile's A and left half may still be in flight when "
           "they are read",
           _RIGHT + "            async_copy.wait_group(2)\n", _RIGHT + "            async_copy.wait_group(3)\n",

@@ -4,8 +4,9 @@ Version 6 holds two full sets of operand registers and a 256 × 256 accumulator 
 Triton 3.9.0's allocator shuffles values between the two register files to make them fit. Version 7 cuts the tile
 of C into a left and a right half (slices along N). Each half of B is copied, read and multiplied on its own, one
 region after the other, so only one half of B sits in registers at a time; and the MFMAs are told to keep their
-accumulators in the accumulation registers (``cd_regclass="a"``), the half of the register file an MFMA can read
-and write directly, leaving the ordinary registers to the operands.
+accumulators in the accumulation registers (``cd_regclass="a"``), the AGPRs: the half of the register file that
+MFMAs, loads, stores and LDS instructions can use but the rest of the vector ALU cannot, leaving the ordinary
+registers to the operands.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl

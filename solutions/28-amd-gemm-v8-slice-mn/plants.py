@@ -39,6 +39,10 @@ PLANTS = [
           '            acc_tr = cdna3.mfma(at, br, acc_tr, cd_regclass="a")\n            async_copy.wait_group(5)\n',
           '            acc_tr = cdna3.mfma(at, br, acc_tr, cd_regclass="a")\n            async_copy.wait_group(6)\n',
           rejected_by="copy_waits"),
+    Plant("cd_regclass=\"a\" left off the bottom-right quadrant's MFMA only (the other three keep it): correct, but "
+          "that quadrant's MFMAs accumulate in ordinary VGPRs",
+          '            acc_br = cdna3.mfma(ab, br, acc_br, cd_regclass="a")\n',
+          '            acc_br = cdna3.mfma(ab, br, acc_br)\n', rejected_by="agpr_accumulators"),
     Plant("the bottom-right quadrant multiplies the top half of A",
           '            acc_br = cdna3.mfma(ab, br, acc_br, cd_regclass="a")\n',
           '            acc_br = cdna3.mfma(at, br, acc_br, cd_regclass="a")\n',

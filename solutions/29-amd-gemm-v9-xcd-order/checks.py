@@ -9,22 +9,26 @@ from gluon_course.grading.amd_gemm import (accumulator_check, budget_check, Budg
                                            loop_waits_check, masked_check, refusal_check, region_check,
                                            xcd_order_check)
 
-__all__ = ["CHECKS", "compiled", "ORDER", "order"]
+__all__ = ["CHECKS", "compiled", "order", "order_constexprs"]
 
-# The order's constexprs at the course's configuration: the vendor's GROUP_M = 4, and the 8 XCDs of an MI350/MI355.
-ORDER = {"GROUP_M": 4, "NUM_XCDS": 8}
+
+def order_constexprs(mod) -> dict:
+    """The order's constexprs as the module's launcher passes them: its CONFIG's GROUP_M and NUM_XCDS (the
+    solution's are the vendor's GROUP_M = 4 and the 8 XCDs of an MI350/MI355). What is graded is what runs."""
+    return amd_gemm.config_constexprs(mod, ("GROUP_M", "NUM_XCDS"))
 
 
 def compiled(mod, target="gfx950", dtype="fp16"):
-    return amd_gemm.compiled(mod, target, dtype, layouts={**mod.kernel_layouts(target), **ORDER})
+    return amd_gemm.compiled(mod, target, dtype, layouts={**mod.kernel_layouts(target), **order_constexprs(mod)})
 
 
 def order(mod):
-    """The kernel's own tile function, on the host: workgroup id → (row, column) of tiles."""
+    """The kernel's own tile function, on the host, at the module's CONFIG: workgroup id → (row, column) of tiles."""
     from gluon_course.model.run import patched
 
-    tile_of = patched(mod.tile_of)
-    return lambda pid, num_pid_m, num_pid_n: tile_of(pid, num_pid_m, num_pid_n, ORDER["GROUP_M"], ORDER["NUM_XCDS"])
+    tile_of, constexprs = patched(mod.tile_of), order_constexprs(mod)
+    return lambda pid, num_pid_m, num_pid_n: tile_of(pid, num_pid_m, num_pid_n, constexprs["GROUP_M"],
+                                                     constexprs["NUM_XCDS"])
 
 
 # Grids of tiles: square, tall, wide, fewer tiles than XCDs, and tile counts that 8 XCDs do not divide (5 × 5 and
@@ -41,7 +45,7 @@ CHECKS = LessonChecks(
             "block of tiles that share rows of A and columns of B in its own L2",
     machine_code=[
         xcd_order_check("xcd_order", order, SHAPES, STRIPS, "each XCD's tiles a 4 × 8 block: 4 rows of A, 8 "
-                        "columns of B"),
+                        "columns of B", settings=order_constexprs),
         loop_check("loop_gfx950", "gfx950: version 8's K loop, unchanged: 256 v_mfma_f32_16x16x32, 32 "
                    "buffer_load_dwordx4 … lds, 64 ds_read_b128, 8 barriers, 2 branches (fp16 and bf16)", "gfx950",
                    LOOP, "the order changes which tile, not how it is computed", compile_=compiled),
@@ -51,7 +55,7 @@ CHECKS = LessonChecks(
         budget_check("budget_gfx950", "gfx950", BudgetFacts(135040, why="version 8's LDS"), compile_=compiled),
         masked_check("masked_mnk", compile_=compiled),
         config_check(),
-        host_model_check(extra=ORDER, compile_=compiled),
+        host_model_check(extra=order_constexprs, compile_=compiled),
     ],
     correctness=[correctness_check(shapes="aligned"), refusal_check(k_multiple=K_MULTIPLE)],
     figures=[headline_figure(9)],

@@ -19,6 +19,12 @@ PLANTS = [
           "    return grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)",
           "    return tile // num_pid_n, tile % num_pid_n",
           rejected_by="xcd_order"),
+    Plant("CONFIG remaps for 4 XCDs (NUM_XCDS = 4) where the GPU has 8: the hardware still deals workgroup w to XCD "
+          "w % 8, so each XCD gets every other tile of a run (2 rows and 16 columns of tiles: 18 strips on 16 × 16)",
+          '"GROUP_M": 4, "NUM_XCDS": 8}', '"GROUP_M": 4, "NUM_XCDS": 4}', rejected_by="xcd_order"),
+    Plant("CONFIG's GROUP_M = 1: the remap without grouping, each XCD's run of 32 tiles laid out row-major (2 rows × 16 "
+          "columns: 18 strips on 16 × 16 tiles, where GROUP_M = 4 gives 12)",
+          '"GROUP_M": 4, "NUM_XCDS": 8}', '"GROUP_M": 1, "NUM_XCDS": 8}', rejected_by="xcd_order"),
     Plant("row and column of the tile swapped in the kernel: on a grid that is not square, tiles outside C are "
           "computed and tiles of C never",
           "    pid_m, pid_n = tile_of(gl.program_id(0)", "    pid_n, pid_m = tile_of(gl.program_id(0)",
