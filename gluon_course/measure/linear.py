@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from .gemm import MODEL_SHAPES, fp32_reductions
 from .timing import ClockSampler, bench_ms, cold_kernel_ms, copy_ceiling_tbs, graph_ms, paired_ms
 
-# Dense bf16 tensor-core work per SM per clock on Hopper: 1024 FMAs (4 tensor cores × 256 FMAs, as NVIDIA's H100
+# Dense bf16 tensor-core work per SM per clock on Hopper: 2048 FMAs (4 tensor cores × 512 FMAs, as NVIDIA's H100
 # whitepaper gives 989.4 TFLOPS dense BF16 for 132 SMs at 1830 MHz: 989.4e12 / (132 × 1.83e9) ≈ 4096 FLOPs).
 FLOPS_PER_SM_CLOCK = 4096
 

@@ -97,9 +97,10 @@ class DispatchTable:
 
 
 # -- The tuning space: what the tuning command (tools/gpu/tune_linear.py) times for each shape ----------------------
-# Tiles without swap-AB: (BLOCK_M, BLOCK_N, STAGES, num_warps), BLOCK_K 64; with swap-AB: W's rows per tile
+# Tiles without swap-AB: (BLOCK_M, BLOCK_N, BLOCK_K, STAGES, num_warps); with swap-AB: W's rows per tile
 # (BLOCK_M), the activations' rows padded to a power of two (BLOCK_N), and the ring (BLOCK_K, STAGES).
-TILES = ((128, 256, 3, 8), (128, 128, 4, 8), (128, 128, 4, 4), (64, 128, 6, 4), (64, 256, 4, 4))
+TILES = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 8), (128, 128, 64, 4, 4), (128, 128, 64, 6, 4),
+         (128, 128, 128, 3, 8), (64, 128, 64, 6, 4), (64, 256, 64, 4, 4))
 SWAP_ROWS = (64, 128)
 SWAP_RINGS = ((64, 4), (64, 8), (128, 4))          # (BLOCK_K, STAGES): the ring W streams through
 SHARED_BYTES = 227 * 1024          # what one program may use on Hopper (232448 bytes)
@@ -110,17 +111,17 @@ def _ring_fits(block_m: int, block_n: int, block_k: int, stages: int, c_bytes: i
 
 
 def candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
-    """Every configuration the tuning command times for a shape: each tile, unsplit and split in two, four (and
-    eight for swap-AB) where the tiles alone leave SMs idle; swap-AB only for M ≤ 128."""
+    """Every configuration the tuning command times for a shape: each tile unsplit, and split 2, 3 or 4 ways where
+    its tiles are fewer than two waves of the SMs (at most three waves of work units); swap-AB only for M ≤ 128,
+    split up to 8 ways where its tiles leave SMs idle."""
     found = []
-    k_steps = _cdiv(K, 64)
-    for bm, bn, stages, warps in TILES:
+    for bm, bn, bk, stages, warps in TILES:
         tiles = _cdiv(M, bm) * _cdiv(N, bn)
-        for split in (1, 2, 4):
-            if split > 1 and (tiles >= sms or split > k_steps):
+        for split in (1, 2, 3, 4):
+            if split > 1 and (tiles >= 2 * sms or tiles * split > 3 * sms or split > _cdiv(K, bk)):
                 continue
-            found.append({**BASE, "BLOCK_M": bm, "BLOCK_N": bn, "STAGES": stages, "num_warps": warps,
-                          "SPLIT_K": split})
+            found.append({**BASE, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages,
+                          "num_warps": warps, "SPLIT_K": split})
     if M <= 128:
         width = max(16, 1 << max(0, (M - 1).bit_length()))
         for rows in SWAP_ROWS:

@@ -116,9 +116,6 @@ def mma_partition(c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, arr
     num_pid_m = gl.cdiv(M, BLOCK_M)
     num_pid_n = gl.cdiv(N, BLOCK_N)
     k_tiles = gl.cdiv(K, BLOCK_K)
-    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
-    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
-    in_tile = rows[:, None] * BLOCK_N + cols[None, :]
     step = 0
     for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
         tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
@@ -137,6 +134,9 @@ def mma_partition(c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, arr
         if not SPLIT:
             store_tile(c_desc, c_smem, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SWAP_AB)
         else:
+            rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+            cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+            in_tile = rows[:, None] * BLOCK_N + cols[None, :]
             slices = partial_ptr + tile * (SPLIT_K * BLOCK_M * BLOCK_N)
             gl.store(slices + split * (BLOCK_M * BLOCK_N) + in_tile, acc)
             # Every consumer thread's slice is written before one thread announces it (the atomic's release, after

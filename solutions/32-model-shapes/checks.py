@@ -150,7 +150,7 @@ def dispatch(mod):
 # -- on a GPU ------------------------------------------------------------------------------------
 
 # Odd M from 1 to 8193, K and N multiples of 8; K long enough for every split the paths take.
-GPU_SHAPES = ((1, 8, 520), (7, 264, 520), (17, 136, 4104), (129, 1032, 1000), (1000, 520, 520), (8193, 136, 264))
+GPU_SHAPES = ((1, 8, 520), (7, 264, 520), (17, 136, 4104), (129, 1032, 1000), (1000, 520, 520), (8193, 136, 520))
 GPU_PATHS = {"a tile": {"BLOCK_N": 128, "num_warps": 4, "STAGES": 4},
              "a tile, K split 2 ways": {"BLOCK_N": 128, "num_warps": 4, "STAGES": 4, "SPLIT_K": 2},
              "swap-AB": {"BLOCK_N": 16, "num_warps": 4, "STAGES": 6, "SWAP_AB": True},
