@@ -11,7 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .gemm import MODEL_SHAPES, fp32_reductions
+from .gemm import MODEL_SHAPES, fp32_reductions, reference
 from .timing import ClockSampler, bench_ms, cold_kernel_ms, copy_ceiling_tbs, graph_ms, paired_ms
 
 # Dense bf16 tensor-core work per SM per clock on Hopper: 2048 FMAs (4 tensor cores × 512 FMAs, as NVIDIA's H100
@@ -32,6 +32,18 @@ def peak_tflops(mhz: float) -> float:
     return sms * FLOPS_PER_SM_CLOCK * mhz * 1e6 / 1e12
 
 
+def _require_close(fn, ref, c, K: int, what: str) -> None:
+    """``fn`` (which writes ``c``) is within the course's tolerance of the fp32 reference on this shape before it is
+    timed: a wrong kernel is never timed. Its first call also compiles (and for plain Triton autotunes) it."""
+    from .gemm import compare_gemm, tolerance
+
+    c.fill_(float("nan"))
+    fn()
+    problem = compare_gemm(c, ref, tolerance(K, c.dtype))
+    if problem:
+        raise AssertionError(f"{what} at {c.shape[0]}×{c.shape[1]}×{K}: {problem}")
+
+
 def model_table(launch, against_triton=None, shapes=MODEL_SHAPES, pairs: int = 3) -> dict:
     """For each shape (M, N, K): ``launch(a, w.t(), c)`` against ``F.linear(a, w)`` (and ``against_triton(a, w.t(),
     c)`` when given), each a median of ``pairs`` interleaved do_bench pairs; the graph replay of both; the SM clock
@@ -42,7 +54,8 @@ def model_table(launch, against_triton=None, shapes=MODEL_SHAPES, pairs: int = 3
         b = w.t()
         ours = lambda: launch(a, b, c)  # noqa: E731
         lib = lambda: F.linear(a, w)    # noqa: E731
-        ours()
+        ref = reference(a, b)
+        _require_close(ours, ref, c, K, "the launcher")
         lib()
         with ClockSampler() as clocks:
             paired = paired_ms(ours, lib, pairs)
@@ -54,12 +67,12 @@ def model_table(launch, against_triton=None, shapes=MODEL_SHAPES, pairs: int = 3
         row["share_of_peak_at_clock"] = row["tflops"] / peak_tflops(row["sm_mhz"]) if row["sm_mhz"] > 0 else math.nan
         if against_triton is not None:
             theirs = lambda: against_triton(a, b, c)  # noqa: E731
-            theirs()
+            _require_close(theirs, ref, c, K, "plain Triton")
             vs = paired_ms(ours, theirs, pairs)
             row["over_plain_triton"] = vs.ratio
             row["plain_triton_us"] = 1e3 * vs.ceiling
         rows[f"{M}x{N}x{K}"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
-        del a, w, b, c
+        del a, w, b, c, ref
     ratios = [r["ratio"] for r in rows.values()]
     out = {"shapes": rows, "geomean": math.exp(sum(map(math.log, ratios)) / len(ratios)),
            "worst": min(ratios), "worst_shape": min(rows, key=lambda s: rows[s]["ratio"])}

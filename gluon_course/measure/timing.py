@@ -123,24 +123,33 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def host_us_per_call(fn, calls: int = 200, repeats: int = 5) -> float:
-    """Microseconds of host time one call of ``fn`` takes to issue its GPU work (median of ``repeats``).
+def host_us_per_call(fn, calls: int = 200, repeats: int = 7) -> float:
+    """Microseconds of host time one call of ``fn`` takes to issue its GPU work: the least of ``repeats`` rounds.
 
-    The GPU is first given a sleep long enough to outlast the calls, so no call ever waits for the GPU: the time
+    The GPU is first given a sleep long enough to outlast the calls, so no call ever waits for it: the time
     measured is the host's alone (argument checks, descriptors, Triton's binding, the driver's launch), which
-    ``do_bench`` cannot separate from the kernel's. ``fn`` must have run once before (compiled, autotuned, warm)."""
+    ``do_bench`` cannot separate from the kernel's. The least round, not the median: what else the host does
+    (another thread, the garbage collector) only ever adds time. ``fn`` must have run once before (compiled,
+    autotuned, warm)."""
+    return host_us_per_call_each({"fn": fn}, calls, repeats)["fn"]
+
+
+def host_us_per_call_each(fns: dict, calls: int = 200, repeats: int = 7) -> dict:
+    """``host_us_per_call`` for several functions, their rounds interleaved (one round of each, then the next), so
+    that a host busier for a while slows every one of them alike."""
     require_gpu("the host cost of a call")
-    runs = []
+    rounds = {name: [] for name in fns}
     for _ in range(repeats):
-        torch.cuda.synchronize()
-        # ~2 GHz × (400 µs per call, far more than any launcher here) of sleeping: the queue never drains.
-        torch.cuda._sleep(int(2e9 * 400e-6 * calls))
-        t0 = _now()
-        for _ in range(calls):
-            fn()
-        runs.append((_now() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
-    return _median(runs)
+        for name, fn in fns.items():
+            torch.cuda.synchronize()
+            # ~2 GHz × (400 µs per call, far more than any launcher here) of sleeping: the queue never drains.
+            torch.cuda._sleep(int(2e9 * 400e-6 * calls))
+            t0 = _now()
+            for _ in range(calls):
+                fn()
+            rounds[name].append((_now() - t0) / calls * 1e6)
+            torch.cuda.synchronize()
+    return {name: min(r) for name, r in rounds.items()}
 
 
 def _now() -> float:

@@ -229,7 +229,7 @@ def host_costs(mod) -> dict:
 
     from gluon_course.course import load_solution
     from gluon_course.measure import plain_triton
-    from gluon_course.measure.timing import host_us_per_call
+    from gluon_course.measure.timing import host_us_per_call_each
 
     a, w, c = _host_inputs()
     b = w.t()
@@ -241,7 +241,7 @@ def host_costs(mod) -> dict:
              "lesson19": lambda: v9.matmul(a, b, c)}
     for fn in calls.values():
         fn()
-    return {name: host_us_per_call(fn) for name, fn in calls.items()}
+    return host_us_per_call_each(calls)
 
 
 def host_cost_measure(mod):
@@ -289,7 +289,8 @@ def bench_over_graph(M, N, K):
 
 
 HOST_WHY = ("the host's time to issue one call of matmul at 512 × 4096 × 4096 (W as w.t()), the GPU kept busy by a "
-            "sleep so that no call waits for it; it depends on the host's CPU, not the GPU, so the range is wide")
+            "sleep so that no call waits for it; the least of 7 rounds of 200 calls, each launcher's rounds interleaved "
+            "with the others'; it depends on the host's CPU, not the GPU, so the range is wide")
 GRAPH_WHY = ("the kernel's time replayed from a CUDA graph (no host between launches) over its do_bench median (L2 "
              "flushed, an event pair around each call); do_bench also counts each launch's latency on the GPU, "
              "which cuBLAS pays too, so a launcher with no host cost left reads about what cuBLAS reads")

@@ -74,7 +74,7 @@ try:
     commit = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], capture_output=True, text=True).stdout.strip()
 except OSError:
     commit = ""
-commit = commit or os.environ.get("GLUON_COURSE_COMMIT", "")
+commit = os.environ.get("GLUON_COURSE_COMMIT") or commit     # the checkout there may carry an older .git
 table = {"provenance": {"gpu": torch.cuda.get_device_name(), "sms": sms, "triton": triton.__version__,
                         "torch": torch.__version__, "date": datetime.date.today().isoformat(),
                         "commit": commit or None, "seconds": round(time.time() - started, 1),
