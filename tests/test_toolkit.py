@@ -257,3 +257,24 @@ def test_a_live_figure_is_measured_once_per_notebook(monkeypatch):
     first = notebook.Lab("14", show_header=False).figure("bf16_8192", quiet=True)
     again = notebook.Lab("14", show_header=False).figure("bf16_8192", quiet=True)
     assert calls == ["bf16_8192"] and again.value == first.value
+
+
+def test_spills_are_what_ptxas_reports_in_the_stack_frame():
+    """On sm_90 ptxas spills into the thread's stack frame: cuobjdump reports it as STACK while LOCAL stays 0. Lesson
+    18's 128 × 256 tile on one consumer warpgroup (num_warps=4) is known to spill hundreds of bytes; the toolkit and
+    config_fits must see it, and the solution's own configuration must not."""
+    from gluon_course import load_checks, load_solution
+    from gluon_course.grading.gemm_kernel import fits
+
+    checks, mod = load_checks("18"), load_solution("18")
+    cfg = {**checks.TILE, "num_warps": 4}
+    k = checks.KERNEL.compile(mod, "sm_90", "bf16", cfg)
+    r = k.resources
+    assert r["local_bytes"] == 0 and r["stack_bytes"] > 0
+    assert k.spills == r["spill_bytes"] > 100 and r["spill_load_bytes"] > 0 and r["local_stores"] > 0
+    assert f"{r['stack_bytes']} bytes stack frame, {k.spills} bytes spill stores" in k.ptxas_log
+    problem = fits(k, 4, cfg)
+    assert problem and f"{k.spills} bytes of spill stores" in problem and "num_warps" in problem
+    solution = checks.compiled(mod)
+    assert solution.spills == 0 and solution.resources["stack_bytes"] == 0
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in solution.ptxas_log

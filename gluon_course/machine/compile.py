@@ -241,7 +241,12 @@ class Compiled:
     # -- resources ---------------------------------------------------------------------------
     @property
     def resources(self) -> dict:
-        """Registers, spills and memory as the assembler reports them."""
+        """Registers, spills and memory as the assembler reports them.
+
+        NVIDIA: ``registers``, ``stack_bytes`` (the per-thread stack frame), ``static_shared_bytes`` and
+        ``local_bytes`` from cuobjdump's resource line; ``spill_bytes`` and ``spill_load_bytes``, the bytes of spill
+        stores and loads ptxas reports (see ``spills``); ``local_stores`` and ``local_loads``, the STL and LDL
+        instructions of the listing (any access to local memory, spilled or not)."""
         if "resources" not in self._cache:
             self._cache["resources"] = (_nvidia_resources(self) if self.is_nvidia else _amd_resources(self.amdgcn))
         return self._cache["resources"]
@@ -253,8 +258,40 @@ class Compiled:
 
     @property
     def spills(self) -> int:
-        """Bytes of local memory / scratch per thread (0 means no spills)."""
+        """Bytes of spilled registers per thread; 0 means no spills.
+
+        NVIDIA: the bytes of *spill stores* ptxas reports ("640 bytes stack frame, 1700 bytes spill stores, 1188
+        bytes spill loads"): the registers it could not keep, written to the thread's stack frame (cuobjdump's
+        STACK, not LOCAL, which counts local arrays outside the frame and stays 0 when a kernel spills). A stack
+        frame alone is not a spill (a call frame, a local array). AMD: the scratch bytes per lane."""
         return self.resources["spill_bytes"]
+
+    @property
+    def ptxas_log(self) -> str:
+        """What ptxas -v says about this kernel (NVIDIA): the stack frame, the bytes of spill stores and loads, the
+        registers, and notes such as "(C7507) ... 'setmaxnreg' ignored" or "(C7511) ... wgmma.mma_async
+        instructions are serialized".
+
+        Triton runs ptxas -v on every compile and deletes what it printed. Here the kernel's PTX is assembled again
+        by the backend's own ``make_cubin`` (the same ptxas, the same command line) with Triton's switch for
+        printing that log; the cubin it returns must be the compile's, byte for byte, or nothing is read."""
+        if not self.is_nvidia:
+            raise ValueError(f"{self.target} is not assembled by ptxas; read .amdgcn instead")
+        if "ptxas_log" not in self._cache:
+            self._cache["ptxas_log"] = _ptxas_log(self)
+        return self._cache["ptxas_log"]
+
+    def ptxas_notes(self) -> list[str]:
+        """ptxas's warnings and performance notes for this kernel, one sentence each without its "ptxas info :"
+        prefix: ``["(C7507) Potential Performance Loss: 'setmaxnreg' ignored to maintain minimum register
+        requirements."]``; the lines every compile prints (gmem, properties, registers, compile time) are left out."""
+        notes = []
+        for line in self.ptxas_log.splitlines():
+            m = re.match(r"^ptxas\S*\s+(info|warning)\s*:\s*(.*)$", line.strip())
+            if m and not re.match(r"(\d+ bytes gmem|Compiling entry|Function properties|Used \d+ registers|"
+                                  r"Compile time)", m.group(2)):
+                notes.append(m.group(2))
+        return notes
 
     @property
     def shared_bytes(self) -> int:
@@ -357,14 +394,55 @@ def _parse_amdgcn(text: str) -> list[Instruction]:
     return out
 
 
+class CourseToolError(Exception):
+    """The toolkit could not read what it must read (a tool's output changed): the course's bug, never a learner's
+    mistake, so it is not one of the errors the runner turns into a sentence."""
+
+
+def _ptxas_log(k: Compiled) -> str:
+    import contextlib
+    import io
+    import types
+
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    md = k.metadata
+    options = types.SimpleNamespace(enable_fp_fusion=md.enable_fp_fusion, ptx_options=md.ptx_options,
+                                    instrumentation_mode=getattr(md, "instrumentation_mode", ""))
+    backend = CUDABackend(target_named(k.target))
+    printed = io.StringIO()
+    with triton.knobs.nvidia.scope(), _captured_stderr():
+        triton.knobs.nvidia.dump_ptxas_log = True
+        with contextlib.redirect_stdout(printed):
+            cubin = backend.make_cubin(k.ptx, {}, options, backend.target.arch)
+    if cubin != k.asm["cubin"]:
+        raise CourseToolError(f"ptxas, run again on {k.kernel_name}'s PTX, gave another cubin than the compile did: "
+                              "its log would describe another binary")
+    return printed.getvalue()
+
+
+# ptxas -v: "    640 bytes stack frame, 1700 bytes spill stores, 1188 bytes spill loads"
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
 def _nvidia_resources(k: Compiled) -> dict:
     text = _cuobjdump(k.asm["cubin"], "--dump-resource-usage")
     m = re.search(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)", text)
     if not m:
-        raise RuntimeError(f"cuobjdump printed no resource usage for {k.kernel_name}:\n{text}")
+        raise CourseToolError(f"cuobjdump printed no resource usage for {k.kernel_name}:\n{text}")
     reg, stack, shared, local = map(int, m.groups())
-    return {"registers": reg, "stack_bytes": stack, "static_shared_bytes": shared,
-            "spill_bytes": local, "spill_stores": k.count_matching(r"STL\b"), "spill_loads": k.count_matching(r"LDL\b")}
+    spill_stores = spill_loads = 0
+    if stack:
+        # ptxas spills into the stack frame: a kernel whose frame is 0 bytes has spilled nothing, and only one with a
+        # frame needs ptxas's own count (a frame may also hold a call's saved registers or a local array).
+        frame = _PTXAS_FRAME.search(k.ptxas_log)
+        if not frame or int(frame.group(1)) != stack:
+            raise CourseToolError(f"ptxas's log for {k.kernel_name} names no stack frame of {stack} bytes (cuobjdump's "
+                                  f"STACK):\n{k.ptxas_log}")
+        spill_stores, spill_loads = int(frame.group(2)), int(frame.group(3))
+    return {"registers": reg, "stack_bytes": stack, "static_shared_bytes": shared, "local_bytes": local,
+            "spill_bytes": spill_stores, "spill_load_bytes": spill_loads,
+            "local_stores": k.count_matching(r"STL\b"), "local_loads": k.count_matching(r"LDL\b")}
 
 
 def _amd_resources(text: str) -> dict:

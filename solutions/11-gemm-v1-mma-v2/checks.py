@@ -4,7 +4,7 @@ import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
 from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_measure, refuses
-from gluon_course.grading.gemm_kernel import GemmKernel
+from gluon_course.grading.gemm_kernel import GemmKernel, spill_sentence
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
 from gluon_course.measure.gemm import check_gemm, gemm_inputs, library_tflops
@@ -143,9 +143,11 @@ def no_spills(mod):
     for target in ("sm_90", "sm_100"):
         k = compiled(mod, target, "bf16")
         r = k.resources
-        if r["spill_bytes"] or r["stack_bytes"] or r["spill_stores"]:
-            return (f"{target}: {k.registers} registers, {r['stack_bytes']} stack bytes, {r['spill_stores']} STL: "
-                    "the tile's registers do not fit, values go to local memory")
+        if k.spills:
+            return f"{target}: {spill_sentence(k)}: the tile's registers do not fit, values go to local memory"
+        if r["stack_bytes"] or r["local_stores"]:
+            return (f"{target}: {k.registers} registers, a {r['stack_bytes']}-byte stack frame, {r['local_stores']} STL "
+                    "(no spills): the kernel keeps values in local memory; every value should live in registers")
     return None
 
 

@@ -31,6 +31,9 @@ PLANTS = [
     Plant("a ring of 5 slots: 5 × 48 KiB is 240 KiB, more than the 227 KiB a program may have",
           '"num_warps": 8, "STAGES": 4}', '"num_warps": 8, "STAGES": 5}',
           rejected_by="config_fits", gpu=False),
+    Plant("the 128 × 256 tile on one warpgroup (num_warps=4): 256 accumulator registers a thread, more than a thread "
+          "may have, so ptxas spills them to the stack frame (which cuobjdump reports as STACK, with LOCAL 0)",
+          '"num_warps": 8, "STAGES": 4}', '"num_warps": 4, "STAGES": 4}', rejected_by="config_fits", gpu=False),
     Plant("the refill one tile too far ahead, caught by the host model: it overwrites the slot the running group reads",
           "pid_n * BLOCK_N, i + STAGES - 1,\n                   STAGES, i + STAGES - 1 < k_tiles)",
           "pid_n * BLOCK_N, i + STAGES,\n                   STAGES, i + STAGES < k_tiles)",

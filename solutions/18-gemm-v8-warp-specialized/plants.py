@@ -22,6 +22,10 @@ PLANTS = [
     Plant("the producer asks for 232 registers, as many as a consumer keeps: the consumers get no more than that",
           "    ], [1], [LOAD_REGS])", "    ], [1], [232])",
           rejected_by="partitions_sm_90", gpu=False),
+    Plant("one consumer warpgroup for the 128 × 256 tile (num_warps=4): a thread would hold 256 accumulator registers, "
+          "so ptxas spills hundreds of bytes to the stack frame (cuobjdump's STACK; LOCAL stays 0) and serializes the "
+          "wgmma instructions",
+          '"num_warps": 8, "STAGES": 4', '"num_warps": 4, "STAGES": 4', rejected_by="config_fits", gpu=False),
     Plant("the producer's first trip waits for a release that never comes (parity 0 instead of 1 on a fresh empty "
           "barrier): both partitions wait for each other, caught by the host model",
           "mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)",
