@@ -111,10 +111,11 @@ class GemmKernel:
 
     # -- the host model ----------------------------------------------------------------------------
     def model_check(self, mod, shapes=None, config: dict | None = None, dtype: str = "bf16",
-                    sms: int = 1, target: str = "sm_90") -> "str | NotChecked | None":
+                    sms: int = 1, target: str = "sm_90", rule=None) -> "str | NotChecked | None":
         """Run the module's kernel in the host model on ``shapes`` (with ``sms`` SMs' worth of persistent programs).
         None when C is exact and the protocol holds; a sentence otherwise; NotChecked(why) when the model does not
-        know an operation the kernel uses: nothing is concluded then, and the runner says so."""
+        know an operation the kernel uses: nothing is concluded then, and the runner says so. ``rule(programs)``
+        reads the programs' traces besides (``model.gemm.store_overlaps_next_tile``, say)."""
         from ..machine.compile import CompileFailed
         from ..model import ModelUnsupported
         from ..model import gemm as model_gemm
@@ -136,7 +137,7 @@ class GemmKernel:
                                            c_descriptor=self.kind == "tma_store")
         try:
             return model_gemm.check(launch, shapes, dtype, b_layout=b_layout if self.kind != "pointer" else "row",
-                                    tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]))
+                                    tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]), rule=rule)
         except ModelUnsupported as e:
             return NotChecked(f"the host model does not model {e}, so it could not run this kernel's protocol; the GPU "
                               "checks (correctness, hang protection, compute-sanitizer) still judge it there")

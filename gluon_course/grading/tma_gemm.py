@@ -127,6 +127,34 @@ def wgmma_waits(k) -> list[tuple[int, int]]:
             if i.opcode == "WARPGROUP.DEPBAR.LE"]
 
 
+def wait_depth_problem(k, in_loop: int = 1, after: int | None = 0, who: str = "the K loop") -> str | None:
+    """The operands of the wgmma waits, read off the listing (``WARPGROUP.DEPBAR.LE gsb0, 0x1`` is
+    warpgroup_mma_wait(1)): exactly one wait in the K loop (the loop holding the HGMMA), of depth ``in_loop``, and,
+    unless ``after`` is None, the first wait after the loop of depth ``after`` (the last products done before C is
+    stored). None, or a sentence naming the depth found."""
+    first, last = k.loop_holding("HGMMA")
+    inside = [d for a, d in wgmma_waits(k) if first <= a <= last]
+    following = [d for a, d in wgmma_waits(k) if a > last]
+    if len(inside) != 1:
+        return (f"{who} holds {len(inside)} wgmma waits (WARPGROUP.DEPBAR.LE); expected one, "
+                f"warpgroup_mma_wait({in_loop}), once per K step")
+    depth = inside[0]
+    if depth < in_loop:
+        return (f"{who} waits with WARPGROUP.DEPBAR.LE gsb0, {depth:#x}: warpgroup_mma_wait({depth}), which waits for "
+                f"this step's products before the loop goes on; expected depth {in_loop}: warpgroup_mma_wait("
+                f"{in_loop}) lets this step's products run while the next tile is waited for, and retires the "
+                "previous step's (depth 0 is lesson 15's synchronous step)")
+    if depth > in_loop:
+        return (f"{who} waits with WARPGROUP.DEPBAR.LE gsb0, {depth:#x}: warpgroup_mma_wait({depth}) leaves {depth} "
+                f"groups running, so the slot that the release or refill after it hands back may still be read by "
+                f"wgmma; expected depth {in_loop}")
+    if after is not None and following[:1] != [after]:
+        found = f"depth {following[0]}" if following else "none"
+        return (f"after the K loop the first wgmma wait has {found}; expected depth {after} "
+                f"(warpgroup_mma_wait({after})): the last products must be done before C is stored")
+    return None
+
+
 HGMMA_OPCODE = {"bf16": "HGMMA.64x{n}x16.F32.BF16", "fp16": "HGMMA.64x{n}x16.F32"}
 NOT_IN_WGMMA_KERNELS = ("LDSM", "HMMA", "FENCE.VIEW.ASYNC")
 

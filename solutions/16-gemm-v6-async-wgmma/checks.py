@@ -55,15 +55,15 @@ def wgmma_signature(mod):
 
 
 def wait_depth(mod):
-    k = compiled(mod)
-    first, last = main_loop(k)
-    inside = [d for a, d in wgmma_waits(k) if first <= a <= last]
-    after = [d for a, d in wgmma_waits(k) if a > last]
-    if inside != [1]:
-        return (f"the loop waits with depth {inside} (WARPGROUP.DEPBAR.LE); expected [1]: warpgroup_mma_wait(1) lets "
-                "this step's products run on while the next tile is waited for (0 is lesson 15's synchronous wait)")
-    if after != [0]:
-        return f"after the loop the waits have depth {after}; expected [0]: the last products must finish before C"
+    """The operands of the waits (WARPGROUP.DEPBAR.LE gsb0, 0x1 in the K loop, 0x0 after it), bf16 and fp16."""
+    for dtype in ("bf16", "fp16"):
+        k = compiled(mod, "sm_90", dtype)
+        problem = tma_gemm.wait_depth_problem(k, in_loop=1, after=0)
+        if problem:
+            return f"{dtype}: {problem}"
+        after = [d for a, d in wgmma_waits(k) if a > main_loop(k)[1]]
+        if after != [0]:
+            return f"{dtype}: after the K loop the waits have depth {after}; expected [0]: one wait for the last products"
     return None
 
 

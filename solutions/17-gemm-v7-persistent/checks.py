@@ -55,8 +55,11 @@ def pipeline(mod):
         problem = tma_gemm.wgmma_signature(k, dtype, IN_LOOP, MMA_PER_STEP, INSTR_N, MBARRIER_OPS)
         if problem:
             return problem
+        problem = tma_gemm.wait_depth_problem(k, in_loop=1, after=0)
+        if problem:
+            return f"{dtype}: {problem}"
         depths = [depth for _, depth in tma_gemm.wgmma_waits(k)]
-        if sorted(depths) != [0, 1]:
+        if len(depths) != 2:
             return (f"{dtype}: wgmma waits of depth {depths}; expected one of depth 1 in the K loop and one of 0 "
                     "per tile")
     return None

@@ -88,6 +88,9 @@ def consumer_loop(mod):
         problem = mismatch({op: loop.get(op, 0) for op in want}, want, "in the consumers' K loop", dtype, NAMES, HINTS)
         if problem:
             return problem
+        problem = tma_gemm.wait_depth_problem(k, in_loop=1, after=0, who="the consumers' K loop")
+        if problem:
+            return f"{dtype}: {problem}"
         if sum(loop.values()) != CONSUMER_LOOP_INSTRUCTIONS:
             return (f"{dtype}: the consumers' K loop has {sum(loop.values())} instructions; expected "
                     f"{CONSUMER_LOOP_INSTRUCTIONS}: address arithmetic or copies that belong to the producer?")

@@ -26,6 +26,11 @@ PLANTS = [
           "so ptxas spills hundreds of bytes to the stack frame (cuobjdump's STACK; LOCAL stays 0) and serializes the "
           "wgmma instructions",
           '"num_warps": 8, "STAGES": 4', '"num_warps": 4, "STAGES": 4', rejected_by="config_fits", gpu=False),
+    Plant("the consumers wait for every group in the K loop (warpgroup_mma_wait(0)): correct, but no product runs on "
+          "while the next slot is waited for; the loop still holds one WARPGROUP.DEPBAR.LE, of depth 0",
+          "acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b_ring.index(slot)))",
+          "acc, _, _ = warpgroup_mma_wait(0, deps=(acc, a_ring.index(slot), b_ring.index(slot)))",
+          rejected_by="consumer_loop_sm_90", gpu=False),
     Plant("the producer's first trip waits for a release that never comes (parity 0 instead of 1 on a fresh empty "
           "barrier): both partitions wait for each other, caught by the host model",
           "mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)",
