@@ -31,6 +31,13 @@ PLANTS = [
           "acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b_ring.index(slot)))",
           "acc, _, _ = warpgroup_mma_wait(0, deps=(acc, a_ring.index(slot), b_ring.index(slot)))",
           rejected_by="consumer_loop_sm_90", gpu=False),
+    Plant("LOAD_REGS 232 in CONFIG: the consumers would be left 136 registers, so ptxas drops every setmaxnreg (its "
+          "note C7507) and all warps run at the launch's count; partitions_sm_90 compiles the course's LOAD_REGS 40",
+          '"GROUP_M": 8,\n          "LOAD_REGS": 40}', '"GROUP_M": 8,\n          "LOAD_REGS": 232}',
+          rejected_by="reallocation_of_config", gpu=False),
+    Plant("a four-warp producer (worker_num_warps=[4]): it asks for its 40 registers, but its warpgroup has no idle "
+          "warp, so the listing holds one TRY_ALLOC 0x28 and two DEALLOC 0x18 where a one-warp producer has two and three",
+          "    ], [1], [LOAD_REGS])", "    ], [4], [LOAD_REGS])", rejected_by="partitions_sm_90", gpu=False),
     Plant("the producer's first trip waits for a release that never comes (parity 0 instead of 1 on a fresh empty "
           "barrier): both partitions wait for each other, caught by the host model",
           "mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)",

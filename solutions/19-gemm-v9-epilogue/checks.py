@@ -85,6 +85,19 @@ def resources(mod):
     return compiled(mod).resource_mismatch(REGISTERS, SHARED_BYTES)
 
 
+def reallocation_of_config(mod):
+    """The learner's CONFIG, both layouts of B: lesson 18's register reallocation kept (ptxas drops it when the
+    consumers would be left too few), the producer's warpgroup at LOAD_REGS, the consumers at what that leaves them."""
+    cfg = dict(mod.CONFIG)
+    for kernel, what in ((KERNEL, "B K × N"), (KERNEL_NK, "B as N × K")):
+        k = kernel.compile(mod, "sm_90", "bf16", cfg)
+        problem = tma_gemm.register_split_problem(k, cfg["num_warps"], cfg["LOAD_REGS"])
+        if problem:
+            shown = ", ".join(f"{key}={value}" for key, value in cfg.items())
+            return f"CONFIG ({shown}), {what}: {problem}"
+    return None
+
+
 def model(mod):
     for kernel, what in ((KERNEL, "B K × N"), (KERNEL_NK, "B as N × K")):
         problem = kernel.model_check(mod, sms=3, rule=store_overlaps_next_tile)
@@ -166,6 +179,9 @@ CHECKS = LessonChecks(
               "(3 slots and C's tile)", resources, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
+        Check("reallocation_of_config", "your CONFIG, compiled for sm_90 (both layouts of B): register reallocation "
+              "kept (USETMAXREG with the consumers' count and the producer's), the producer's warpgroup at LOAD_REGS, "
+              "the consumers at what the launch's registers leave them", reallocation_of_config, target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL + "; C's shared buffer written only after the last store that "
               "read it, fenced before TMA reads it; each tile's store still running when the next tile's products "
               "start; both layouts of B", model),

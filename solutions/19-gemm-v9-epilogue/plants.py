@@ -29,6 +29,10 @@ PLANTS = [
           "products, so the store overlaps nothing (the lesson's point is gone)",
           "        tma.store_wait(0)\n" + EPILOGUE_TAIL, EPILOGUE_TAIL + "        tma.store_wait(0)\n",
           rejected_by="host_model", gpu=False),
+    Plant("LOAD_REGS 232 in CONFIG: the consumers would be left 136 registers, so ptxas drops every setmaxnreg and "
+          "all warps run at the launch's count; the checks at the course's tile (LOAD_REGS 40) cannot see it",
+          '"GROUP_M": 8,\n          "LOAD_REGS": 40}', '"GROUP_M": 8,\n          "LOAD_REGS": 232}',
+          rejected_by="reallocation_of_config", gpu=False),
     Plant("an N × K B read at K × N coordinates: the products use the wrong tiles of the weights",
           "                tma.async_load(b_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), b_ring.index(slot))",
           "                tma.async_load(b_desc, [k * BLOCK_K, pid_n * BLOCK_N], ready.index(slot), b_ring.index(slot))",
