@@ -608,7 +608,10 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
     The course's GPU runner carries a Triton without AMD's code generator; notebooks executed there read
     the gfx950 / gfx942 machine code that the full Triton produced for the very same kernel and options
     (``GLUON_COURSE_COMPILE_CACHE`` names the folder; any compile made with it set is stored there)."""
+    import io
+
     from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import PTXASError
 
     opts = {"num_warps": num_warps, **dict(options)}
     directory = os.environ.get("GLUON_COURSE_COMPILE_CACHE")
@@ -621,9 +624,13 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
             raise BackendMissing(f"this Triton install has no AMD backend, so {name} cannot be compiled for "
                                  f"{target} here; install the full triton==3.9.0 wheel to compile for AMD")
         return Compiled(name, target, *stored)
+    printed = io.StringIO()
     try:
-        with _captured_stderr() as diagnostics:
+        # Triton's make_cubin prints the whole PTX to stdout when ptxas fails: kept here, for PTXASError below.
+        with _captured_stderr() as diagnostics, contextlib.redirect_stdout(printed):
             compiled = triton.compile(source, target=target_named(target), options=opts)
+    except PTXASError as e:
+        raise _ptxas_failed(e, printed.getvalue(), source, name, target) from None
     except CompilationError as e:
         # A call into another @gluon.jit function wraps the callee's error in one with no message of its own (and a
         # warp-specialized partition wraps it twice, the outer one's message a source excerpt): the innermost error
@@ -655,9 +662,62 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
         raise CompileFailed(name, target, message, text + str(e), location=location.rstrip(":")) from None
     if diagnostics.text.strip():
         sys.stderr.write(diagnostics.text)
+    if printed.getvalue():
+        sys.stdout.write(printed.getvalue())
     if directory and target in AMD_TARGETS:
         _store(directory, key, compiled)
     return Compiled(name, target, compiled.asm, compiled.metadata)
+
+
+# ptxas's own sentence in a failed assembly: "ptxas-blackwell fatal   : (C7602) Insufficient registers (128) to ..."
+# or "ptxas /tmp/x.ptx, line 5; error   : ...".
+_PTXAS_ERROR = re.compile(r"^ptxas[^:]*?(?:,\s*line\s+(\d+);)?\s*(?:fatal|error)\s*:\s*(.*)$")
+
+
+def _ptxas_failed(error, printed: str, source, name: str, target: str) -> CompileFailed:
+    """A PTXASError (ptxas refused the PTX Triton wrote) as a CompileFailed: ptxas's own first error, "ptxas: ..."
+    (never the PTX, the repro command or the temporary file), ending "(in a warp-specialized kernel)" where the kernel
+    calls gl.warp_specialize, located at the source line of the PTX instruction ptxas names (its .loc)."""
+    log = getattr(error, "error_message", "") or str(error)
+    sentence, ptx_line = "", None
+    for line in log.splitlines():
+        m = _PTXAS_ERROR.match(line.strip())
+        if m and "assembly aborted" not in m.group(2):
+            sentence, ptx_line = m.group(2).strip(), m.group(1)
+            break
+    sentence = sentence or "ptxas refused the PTX without saying why"
+    at = re.search(r"at line (\d+)", sentence)
+    ptx_line = int(ptx_line or (at.group(1) if at else 0))
+    # The PTX instruction's line means nothing to a learner: the source line it came from does.
+    sentence = re.sub(r" at line \d+ in function \w+", "", sentence)
+    start = printed.find(log)
+    ptx = printed[start + len(log):].split("\n" + "=" * 64)[0].lstrip("\n") if start >= 0 else ""
+    location = _ptx_source_line(ptx, ptx_line, source) if ptx and ptx_line else ""
+    fn = getattr(source, "fn", None)
+    if "warp_specialize" in (getattr(fn, "src", "") or ""):
+        sentence += " (in a warp-specialized kernel)"
+    return CompileFailed(name, target, f"ptxas: {sentence}", log, location=location)
+
+
+def _ptx_source_line(ptx: str, line: int, source) -> str:
+    """``file:line`` of the last ``.loc`` at or before PTX line ``line``; the file is the kernel's own when the
+    PTX names a file of the same name (a compile cached from another checkout names that checkout's path)."""
+    import inspect
+
+    lines = ptx.splitlines()
+    files = {m.group(1): m.group(2) for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]+)"', ptx, re.M)}
+    for text in reversed(lines[:line]):
+        m = re.match(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)", text)
+        if m and m.group(1) in files and int(m.group(2)) > 0:
+            path = files[m.group(1)]
+            try:
+                own = inspect.getsourcefile(source.fn.fn)
+            except (AttributeError, TypeError, OSError):
+                own = None
+            if own and os.path.basename(own) == os.path.basename(path):
+                path = own
+            return f"{path}:{m.group(2)}"
+    return ""
 
 
 @functools.lru_cache(maxsize=None)

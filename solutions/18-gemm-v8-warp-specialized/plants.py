@@ -12,6 +12,14 @@ EPILOGUE_READ = "        c = acc_tmem.load(acc_layout).to(c_ptr.dtype.element_ty
 EPILOGUE_COMMENT = ("        # In registers now: the MMA warp may start the next tile in tensor memory while this one is "
                     "stored.\n")
 EPILOGUE_RELEASE = "        mbarrier.arrive(acc_empty)\n"
+WS_CALL = ("        (mma_partition, (c_ptr, a_ring, b_ring, ready, empty, M, N, K, stride_cm, stride_cn,\n"
+           "                         BLOCK_M, BLOCK_N, BLOCK_K, STAGES, GROUP_M, acc_layout)),\n"
+           "        (load_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M)),\n"
+           "    ], [1], [LOAD_REGS])")
+WS_SWAPPED = ("        (load_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M)),\n"
+              "        (mma_partition, (c_ptr, a_ring, b_ring, ready, empty, M, N, K, stride_cm, stride_cn,\n"
+              "                         BLOCK_M, BLOCK_N, BLOCK_K, STAGES, GROUP_M, acc_layout)),\n"
+              "    ], {counts})")
 
 PLANTS = [
     # ---- caught without a GPU ----
@@ -38,6 +46,12 @@ PLANTS = [
     Plant("a four-warp producer (worker_num_warps=[4]): it asks for its 40 registers, but its warpgroup has no idle "
           "warp, so the listing holds one TRY_ALLOC 0x28 and two DEALLOC 0x18 where a one-warp producer has two and three",
           "    ], [1], [LOAD_REGS])", "    ], [4], [LOAD_REGS])", rejected_by="partitions_sm_90", gpu=False),
+    Plant("the partitions in the wrong order, the producer first: it runs on the kernel's 8 warps, the consumers on "
+          "the one worker warp, where their accumulator layout (built for 8 warps) cannot be",
+          WS_CALL, WS_SWAPPED.format(counts="[1], [LOAD_REGS]"), rejected_by="partitions_sm_90", gpu=False),
+    Plant("the partitions in the wrong order with the consumers given 8 worker warps: 16 warps leave 128 registers a "
+          "thread, and ptxas refuses the accumulator's wgmma (a PTXASError, translated)",
+          WS_CALL, WS_SWAPPED.format(counts="[8], [LOAD_REGS]"), rejected_by="partitions_sm_90", gpu=False),
     Plant("the producer's first trip waits for a release that never comes (parity 0 instead of 1 on a fresh empty "
           "barrier): both partitions wait for each other, caught by the host model",
           "mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)",
