@@ -91,6 +91,7 @@ class SlotState:
     pending_write: tuple | None = None          # ("tma", barrier, phase) or ("cp.async", partition, group)
     async_reads: dict = field(default_factory=dict)   # (kind, partition id, group) -> what reads it
     written_by_threads: bool = False            # a generic-proxy write (smem.store) not yet fenced
+    ever_written: bool = False                  # a copy or a store has ever written the slot (else it holds NaN)
 
 
 class SharedRoot:
@@ -151,6 +152,7 @@ class Partition:
     cp_groups: list = field(default_factory=list)      # committed, not yet waited: [(id, slots)]
     store_groups: list = field(default_factory=list)   # TMA stores not yet waited: [(id, slot)]
     next_group: int = 0
+    last_wait: dict | None = None                      # this partition's last mbarrier wait: barrier, parity, ...
     blocked_on: str = ""
     ready: object = None
     done: bool = False

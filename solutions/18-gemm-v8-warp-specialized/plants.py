@@ -57,6 +57,12 @@ PLANTS = [
           "mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)",
           "mbarrier.wait(empty.index(slot), (step // STAGES) & 1)",
           rejected_by="host_model", gpu=False),
+    Plant("the consumers wait on ready with the producer's parity (^ 1): their first trip does not wait at all, and "
+          "every later wait is for the slot's copy of the previous trip, so each slot is read one trip early; the host "
+          "model says so at the first read of a slot no copy has reached",
+          "            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)\n            acc = warpgroup_mma",
+          "            mbarrier.wait(ready.index(slot), ((step // STAGES) & 1) ^ 1)\n            acc = warpgroup_mma",
+          rejected_by="host_model", gpu=False),
     Plant("the slot is released before the wait that retires its products: TMA may overwrite it while wgmma reads "
           "it, caught by the host model (which lets the producer run the moment a slot is released)",
           RETIRE + GAP + RELEASE + "            ### END SOLUTION\n",

@@ -33,6 +33,10 @@ PLANTS = [
           "all warps run at the launch's count; the checks at the course's tile (LOAD_REGS 40) cannot see it",
           '"GROUP_M": 8,\n          "LOAD_REGS": 40}', '"GROUP_M": 8,\n          "LOAD_REGS": 232}',
           rejected_by="reallocation_of_config", gpu=False),
+    Plant("the consumers wait on ready with the producer's parity (^ 1): each slot is read one trip early, the first "
+          "trip's without any wait",
+          "mbarrier.wait(ready.index(slot), (step // STAGES) & 1)",
+          "mbarrier.wait(ready.index(slot), ((step // STAGES) & 1) ^ 1)", rejected_by="host_model", gpu=False),
     Plant("an N × K B read at K × N coordinates: the products use the wrong tiles of the weights",
           "                tma.async_load(b_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), b_ring.index(slot))",
           "                tma.async_load(b_desc, [k * BLOCK_K, pid_n * BLOCK_N], ready.index(slot), b_ring.index(slot))",
