@@ -213,11 +213,72 @@ def speedup_over(previous_lesson: str, previous: str, this: str, M: int = 8192, 
     return measure
 
 
-def store_mask_missing(kernel) -> str | None:
-    """None when the compiled ``kernel`` compares M and N (the store of C is masked at the edges), else a sentence.
-    TMA's zero fill covers loads only."""
-    missing = {"M", "N"} - kernel.compared_arguments()
-    if missing:
-        return (f"{' and '.join(sorted(missing))} never reach a comparison: TMA's zero fill covers loads only, so "
-                "the store of C needs its mask (rows < M, columns < N)")
+UNITS = {"M": "row", "N": "column", "K": "element of K", "numel": "offset"}
+
+
+def bound_problem(what: str, bounds: dict, arg: str, unit: str | None = None) -> str | None:
+    """None when ``bounds`` (one access's, from ``Compiled.masks()``) hold ``index < arg`` exactly; else a sentence:
+    the bound is missing, or lets indices past the last through (``< N + 1``, ``<= N``), or leaves the last out."""
+    unit = unit or UNITS.get(arg, "index")
+    plural = unit if unit.endswith("K") else unit + "s"
+    offsets = bounds.get(arg)
+    if not offsets:
+        return f"{what}'s mask never compares {arg}: it needs {plural} < {arg}"
+    off = max(offsets, key=abs)
+    if off > 0:
+        seen = f"< {arg} + {off}" if off > 1 else f"< {arg} + 1 (or <= {arg})"
+        extra = f"one {unit}" if off == 1 else f"{off} {plural}"
+        return (f"{what}'s mask bounds the {plural} by {seen}: it lets {extra} past the last through, outside the "
+                f"tensor; the bound is {plural} < {arg}")
+    if off < 0:
+        left = f"the last {unit}" if off == -1 else f"the last {-off} {plural}"
+        return f"{what}'s mask bounds the {plural} by < {arg} - {-off}: it leaves out {left}; the bound is < {arg}"
     return None
+
+
+def access_masks_problem(kernel, op: str, arguments, what: str) -> str | None:
+    """None when every ``op`` ("load" or "store") of the compiled ``kernel`` is masked by ``index < argument``, exactly,
+    for each of ``arguments`` (rows < M, columns < N); else a sentence about the first access that is not."""
+    accesses = [m for m in kernel.masks() if m["op"] == op]
+    if not accesses:
+        return f"the kernel has no {op} for {what}"
+    for m in accesses:
+        if not m["masked"]:
+            need = " and ".join(f"{UNITS.get(a, 'index')}s < {a}" for a in arguments)
+            verb = "writes" if op == "store" else "reads"
+            return f"{what} has no mask: in the edge tiles it {verb} past the tensor's last rows and columns ({need})"
+        for arg in arguments:
+            problem = bound_problem(what, m["bounds"], arg)
+            if problem:
+                return problem
+    return None
+
+
+def gemm_masks_problem(kernel, loads: bool = True) -> str | None:
+    """A pointer GEMM's masks, access by access: C's store bounded by rows < M and columns < N; with ``loads``, every
+    load of A or B masked, bounded by its K tail (< K) and by rows < M (A) or columns < N (B). Exact bounds: an
+    offset (``< N + 1``, ``<= N``) is named."""
+    problem = access_masks_problem(kernel, "store", ("M", "N"), "the store of C")
+    if problem or not loads:
+        return problem
+    for i, m in enumerate(a for a in kernel.masks() if a["op"] == "load"):
+        what = f"load {i + 1} (of A or B)"
+        if not m["masked"]:
+            return f"{what} has no mask: the last tiles read past A and B (rows < M or columns < N, and the K tail < K)"
+        edges = [a for a in ("M", "N") if a in m["bounds"]]
+        if not edges:
+            return f"{what}'s mask compares neither M nor N: A's loads need rows < M, B's columns < N"
+        for arg in edges + ["K"]:
+            problem = bound_problem(what, m["bounds"], arg)
+            if problem:
+                return problem
+    return None
+
+
+def store_mask_missing(kernel) -> str | None:
+    """None when the compiled ``kernel``'s store of C is masked by rows < M and columns < N, exactly; else a sentence.
+    TMA's zero fill covers loads only."""
+    problem = access_masks_problem(kernel, "store", ("M", "N"), "the store of C")
+    if problem and "has no mask" in problem:
+        return problem + ": TMA's zero fill covers loads only, so the store of C needs its own mask"
+    return problem

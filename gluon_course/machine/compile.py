@@ -238,6 +238,21 @@ class Compiled:
             self._cache["compared"] = _compared_arguments(self.ttgir)
         return self._cache["compared"]
 
+    def masks(self) -> list[dict]:
+        """Every masked or unmasked global load and store of the TTGIR (``tt.load``, ``tt.store``, and cp.async's
+        ``ttg.async_copy_global_to_local`` as a load), in program order:
+        ``{"op": "load" | "store", "masked": bool, "bounds": {argument: {offset, ...}}}``.
+
+        A bound is a comparison in the mask, normalized to ``index < argument + offset``: ``rows < M`` is ``{"M":
+        {0}}``, ``cols < N + 1`` and ``cols <= N`` are ``{"N": {1}}`` (one column too many), ``cols < N - 1``
+        ``{"N": {-1}}``. It counts when one side of an ``arith.cmpi`` is the argument plus a constant (through
+        broadcasts, layout conversions and the captures of a warp-specialized partition) and the mask is made of such
+        comparisons by ``&`` and ``|``; a comparison with any other expression of an argument (``K - k * BLOCK_K``) is
+        not a bound here."""
+        if "masks" not in self._cache:
+            self._cache["masks"] = _masks(self.ttgir)
+        return self._cache["masks"]
+
     # -- resources ---------------------------------------------------------------------------
     @property
     def resources(self) -> dict:
@@ -351,6 +366,103 @@ def _compared_arguments(ttgir: str) -> set[str]:
         elif op in _COMPARES:
             found |= {origin[o] for o in operands if o in origin}
     return found
+
+
+_CONSTANT = re.compile(r"^\s*%([\w.#]+)\s*=\s*arith\.constant\s+(?:dense<)?(-?\d+)>?\s*:\s*(?:i\d+|tensor<[^>]*xi\d+)")
+_PARTITION = re.compile(r"^\s*partition\d+\((.*)\)\s*num_warps\(\d+\)\s*\{\s*$")
+_FLIP = {"sgt": "slt", "sge": "sle", "ugt": "ult", "uge": "ule", "slt": "sgt", "sle": "sge", "ult": "ugt", "ule": "uge",
+         "eq": "eq", "ne": "ne"}
+
+
+def _masks(ttgir: str) -> list[dict]:
+    lines = ttgir.splitlines()
+    signature = next((line for line in lines if "tt.func" in line), "")
+    affine = {name: (name, 0) for name in _TTGIR_ARG.findall(signature)}    # SSA -> (argument, constant added)
+    constants: dict[str, int] = {}
+    bounds: dict[str, dict] = {}                                           # SSA (i1) -> {argument: {offsets}}
+    captured: list[str] = []
+    out = []
+
+    def merge(*names):
+        merged: dict = {}
+        for n in names:
+            for arg, offs in bounds.get(n, {}).items():
+                merged.setdefault(arg, set()).update(offs)
+        return merged
+
+    for line in lines:
+        m = _CONSTANT.match(line)
+        if m:
+            constants[m.group(1)] = int(m.group(2))
+            continue
+        if "ttg.warp_specialize(" in line:
+            captured = re.findall(r"%([\w.#]+)", line.split("ttg.warp_specialize(", 1)[1].split(")", 1)[0])
+            continue
+        m = _PARTITION.match(line)
+        if m:
+            for inner, outer in zip(re.findall(r"%([\w.#]+)\s*:", m.group(1)), captured):
+                if outer in affine:
+                    affine[inner] = affine[outer]
+                if outer in constants:
+                    constants[inner] = constants[outer]
+            continue
+        stripped = line.strip()
+        copy = re.match(r"^%[\w.#]+\s*=\s*ttg\.async_copy_global_to_local\s+(.*)$", stripped)
+        if copy:
+            body = copy.group(1).split(" loc(")[0].split(" : ")[0]
+            mask = re.search(r"\bmask\s+%([\w.#]+)", body)
+            out.append({"op": "load", "masked": mask is not None, "bounds": merge(mask.group(1)) if mask else {}})
+            continue
+        if stripped.startswith(("tt.store ", "tt.load ")) or re.match(r"^%[\w.#]+\s*=\s*tt\.load ", stripped):
+            op = "store" if stripped.startswith("tt.store") else "load"
+            operands = re.findall(r"%([\w.#]+)", stripped.split(" loc(")[0].split(" : ")[0].split("=", 1)[-1]
+                                  if op == "load" else stripped.split(" loc(")[0].split(" : ")[0])
+            mask = operands[2] if op == "store" and len(operands) > 2 else (
+                operands[1] if op == "load" and len(operands) > 1 else None)
+            out.append({"op": op, "masked": mask is not None, "bounds": merge(mask) if mask else {}})
+            continue
+        m = _TTGIR_OP.match(line)
+        if not m:
+            continue
+        result, op, rest = m.groups()
+        body = rest.split(" loc(")[0].split(" : ")[0]
+        if op == "arith.cmpi":
+            pred, _, body = body.partition(",")
+            pred = pred.strip()
+        operands = re.findall(r"%([\w.#]+)", body)
+        if op in _PASS_THROUGH and operands:
+            src = operands[0]
+            if src in affine:
+                affine[result] = affine[src]
+            if src in constants:
+                constants[result] = constants[src]
+            if src in bounds:
+                bounds[result] = bounds[src]
+        elif op in ("arith.addi", "arith.subi") and len(operands) == 2:
+            a, b = operands
+            sign = 1 if op == "arith.addi" else -1
+            if a in affine and b in constants:
+                affine[result] = (affine[a][0], affine[a][1] + sign * constants[b])
+            elif op == "arith.addi" and b in affine and a in constants:
+                affine[result] = (affine[b][0], affine[b][1] + constants[a])
+        elif op in ("arith.andi", "arith.ori") and len(operands) == 2:
+            if operands[0] in bounds or operands[1] in bounds:
+                bounds[result] = merge(*operands)
+        elif op == "arith.cmpi" and len(operands) == 2:
+            lhs, rhs = operands
+            if rhs in affine and lhs not in affine:
+                arg, c = affine[rhs]
+            elif lhs in affine and rhs not in affine:
+                arg, c = affine[lhs]
+                pred = _FLIP.get(pred, pred)
+            else:
+                continue
+            # index < arg + c, or index <= arg + c (that is, < arg + c + 1)
+            if pred in ("slt", "ult"):
+                bounds[result] = {arg: {c}}
+            elif pred in ("sle", "ule"):
+                bounds[result] = {arg: {c + 1}}
+    return out
 
 
 def _cuobjdump(cubin: bytes, *flags: str) -> str:

@@ -3,7 +3,7 @@ it, the masks; correctness and the sanitizer on a GPU; TFLOPS against cuBLAS, an
 import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_measure, refuses
+from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_masks_problem, gemm_measure, refuses
 from gluon_course.grading.gemm_kernel import GemmKernel, spill_sentence
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
@@ -152,12 +152,8 @@ def no_spills(mod):
 
 
 def masked_by_m_n_k(mod):
-    compared = compiled(mod, "sm_90", "bf16").compared_arguments()
-    missing = {"M", "N", "K"} - compared
-    if missing:
-        return (f"{', '.join(sorted(missing))} never reach a comparison: without those masks the last tiles read "
-                "past A and B and write past C (mask rows with M, columns with N, and the K tail with K)")
-    return None
+    """Each access's own mask: the loads by their K tail and rows < M or columns < N, the store by both edges."""
+    return gemm_masks_problem(compiled(mod, "sm_90", "bf16"))
 
 
 def peak_loop_is_pure_mma(mod):
@@ -247,7 +243,8 @@ CHECKS = LessonChecks(
         Check("loads_sm_100", "sm_100: the same loads and stores, no shared memory", _loads("sm_100"),
               target="sm_100"),
         Check("no_spills", "the 128 × 64 tile fits in registers on sm_90 and sm_100 (no local memory)", no_spills),
-        Check("masked_by_m_n_k", "sm_90: the masks compare with M, N and K", masked_by_m_n_k, target="sm_90"),
+        Check("masked_by_m_n_k", "sm_90: each load's mask bounds its K tail and its rows < M (A) or columns < N "
+              "(B), the store's rows < M and columns < N", masked_by_m_n_k, target="sm_90"),
         Check("peak_loop_pure_mma", "sm_90: mma_peak_kernel's loop holds only the HMMAs", peak_loop_is_pure_mma,
               target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",

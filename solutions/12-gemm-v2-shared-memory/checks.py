@@ -8,7 +8,8 @@ import math
 import torch
 
 from gluon_course.grading import Check, Expectation, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import FIRST_RUN, around_first_run, empty_operands, gemm_measure, refuses
+from gluon_course.grading.gemm import (FIRST_RUN, around_first_run, empty_operands, gemm_masks_problem, gemm_measure,
+                                       refuses)
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
@@ -105,12 +106,8 @@ def machine_code(target: str):
 
 
 def masks_compare_m_n_k(mod):
-    compared = compiled(mod).compared_arguments()
-    missing = {"M", "N", "K"} - compared
-    if missing:
-        return (f"{', '.join(sorted(missing))} never reach a comparison: the loads or the store lack the mask for "
-                "the edge tiles (rows past M, columns past N, the K tail)")
-    return None
+    """Each access's own mask: the loads by their K tail and rows < M or columns < N, the store by both edges."""
+    return gemm_masks_problem(compiled(mod))
 
 
 def coalesced_layout_vectors(mod):
@@ -298,7 +295,8 @@ CHECKS = LessonChecks(
         Check("machine_code_sm_100", "sm_100: the same instructions and counts (bf16 and fp16), all in the K loop, "
               "12288 shared bytes, no spills",
               machine_code("sm_100"), target="sm_100"),
-        Check("masks_compare_m_n_k", "sm_90: the masks compare M, N and K (edge tiles and the K tail)",
+        Check("masks_compare_m_n_k", "sm_90: each load's mask bounds its K tail and its rows < M (A) or columns < "
+              "N (B), the store's rows < M and columns < N",
               masks_compare_m_n_k, target="sm_90"),
         Check("coalesced_layout_vectors", "coalesced_layout gives each thread a 16-byte vector along a row, the lanes "
               "continuing along it", coalesced_layout_vectors),

@@ -8,7 +8,7 @@ import torch
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Figure, LessonChecks, Passed, Reference
 from gluon_course.grading.counts import mismatch
-from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_measure, refuses
+from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_masks_problem, gemm_measure, refuses
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure.gemm import GEMM_ODD_SHAPES, check_gemm, gemm_inputs
@@ -148,11 +148,8 @@ def registers_fit(mod):
 
 
 def masked_by_m_n_k(mod):
-    missing = {"M", "N", "K"} - compiled(mod).compared_arguments()
-    if missing:
-        return (f"{', '.join(sorted(missing))} never compared: the copies need masks for rows past M, columns past N "
-                "and the K tail (masked-off vectors are filled with zeros)")
-    return None
+    """Each copy's own mask (masked-off vectors are zero-filled) and the store's, every bound exact."""
+    return gemm_masks_problem(compiled(mod))
 
 
 def register_path_for_odd_rows(mod):
@@ -249,7 +246,8 @@ CHECKS = LessonChecks(
               target="sm_90"),
         Check("ring_bytes_sm_90", "sm_90: shared memory = STAGES × 16 KiB, LDGSTS = 8 × STAGES (STAGES = 2, 3, 4)",
               ring_bytes, target="sm_90"),
-        Check("masked_mnk", "sm_90: M, N and K all reach a mask", masked_by_m_n_k, target="sm_90"),
+        Check("masked_mnk", "sm_90: each cp.async copy's mask bounds its K tail and its rows < M (A) or columns < N "
+              "(B), the store's rows < M and columns < N", masked_by_m_n_k, target="sm_90"),
         Check("register_path_sm_90", "sm_90: rows cp.async cannot copy compile to plain loads",
               register_path_for_odd_rows, target="sm_90"),
         Check("pipeline_sm_100", "sm_100: the same pipeline (bf16 and fp16)", _pipeline("sm_100"), target="sm_100"),

@@ -145,7 +145,7 @@ CHECKS = LessonChecks(
               _resources("sm_90"), target="sm_90"),
         Check("resources_sm_100", f"sm_100: {REGISTERS['sm_100']} registers, no spills, {SHARED_BYTES} shared bytes",
               _resources("sm_100"), target="sm_100"),
-        Check("store_masked", "sm_90: the store of C is masked by M and N (the loads need no mask)", store_masked,
+        Check("store_masked", "sm_90: the store of C is masked by rows < M and columns < N (the loads need no mask)", store_masked,
               target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
               KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),

@@ -179,7 +179,7 @@ CHECKS = LessonChecks(
               "mbarrier ops (bf16 and fp16)", signature, target="sm_90"),
         Check("resources_sm_90", f"sm_90: {REGISTERS} registers (lesson 14: 198), no spills, {SHARED_BYTES} shared "
               "bytes", resources, target="sm_90"),
-        Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
+        Check("store_masked", "sm_90: the store of C is masked by rows < M and columns < N", store_masked, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL, model),

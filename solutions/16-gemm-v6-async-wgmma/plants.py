@@ -18,6 +18,10 @@ PLANTS = [
           "        # Only now may TMA overwrite that slot: tile i + STAGES - 1 goes exactly there.\n" + REFILL
           + "        acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b_ring.index(slot)))\n",
           rejected_by="refill_after_wait", gpu=False),
+    Plant("the store's mask admits one column too many (offs_cn < N + 1): the mask compares N, so the check that "
+          "only asked whether N reached a comparison accepted it",
+          "    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)",
+          "    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N + 1)", rejected_by="store_masked", gpu=False),
     # ---- caught on a GPU ----
     Plant("the refill one tile too far ahead (tile i + STAGES): it lands in the slot being read, and tile STAGES - 1 is "
           "never asked for, so its barrier never completes and the kernel hangs",

@@ -189,7 +189,7 @@ CHECKS = LessonChecks(
               ring_set_up_once, target="sm_90"),
         Check("programs_fit", f"sm_90: {REGISTERS} registers, no spills; CONFIG's {PROGRAMS_PER_SM} programs per "
               "SM are exactly what fits", programs_fit, target="sm_90"),
-        Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
+        Check("store_masked", "sm_90: the store of C is masked by rows < M and columns < N", store_masked, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("grouped_order", "grouped_tile, evaluated on the host over grids of 1 × 1 to 64 × 32 tiles with GROUP_M "
