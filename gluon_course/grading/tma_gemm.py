@@ -170,7 +170,8 @@ def setmaxnreg(k) -> list[tuple[str, int]]:
 
 def register_split(k, consumer_warps: int, load_regs: int) -> dict:
     """What Triton 3.9.0 asks of register reallocation for a kernel forked by ``gl.warp_specialize`` into the default
-    partition on ``consumer_warps`` warps and workers that ask for ``load_regs`` registers (TritonGPUAllocateWarpGroups):
+    partition on ``consumer_warps`` warps and workers that ask for ``load_regs`` registers
+    (TritonGPUAllocateWarpGroups):
     the launch's registers a thread (``maxnreg``: the PTX's .maxnreg, 65536 over the launched threads, rounded down to
     8), the producer's warpgroup's count (``load_regs`` rounded up to 8), and what that leaves the consumers while the
     partitions run (``consumers``: the launch's registers less the workers', over the consumers' threads, rounded down
@@ -259,8 +260,8 @@ def wgmma_signature(k, dtype: str, in_loop: dict, mma_per_step: int, instr_n: in
 REFUSALS = ("the launcher refuses rows that are not 16-byte multiples (naming TMA's rule and lesson 13), fp32, a "
             "mismatched K, a non-contiguous A and half a warpgroup, with sentences; M, N or K = 0 gives what "
             "torch.matmul gives")
-HOST_MODEL = ("in the host model (no GPU): C exact on odd shapes, each element written once; every slot read after "
-              "the wait that covers its copy, none refilled while read, every wait satisfiable")
+HOST_MODEL = ("in the host model (no GPU, at the course's tile): C exact on odd shapes, each element written once; every "
+              "slot read after the wait that covers its copy, none refilled while read, every wait satisfiable")
 
 
 # -- figures --------------------------------------------------------------------------------------

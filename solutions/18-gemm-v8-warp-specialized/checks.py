@@ -39,7 +39,8 @@ KERNEL = GemmKernel("tma", fixed=TILE, extra_tile_keys=("STAGES", "GROUP_M", "LO
 #   and the consumers keep 240 in the partitions too (TRY_ALLOC 0xf0 three times, no DEALLOC 0xe8): 240 × 256 + 24 ×
 #   128 = 64 512, still 168 registers at launch and no spills: the producer's code fits in 24. With LOAD_REGS = 232 the
 #   consumers would be left 136: ptxas drops every setmaxnreg ("(C7507) ... 'setmaxnreg' ignored to maintain minimum
-#   register requirements") and all 12 warps run at 154; the check reallocation_of_config says so for a learner's CONFIG.
+#   register requirements") and all 12 warps run at 154; the check reallocation_of_config says so for a learner's
+#   CONFIG.
 SETMAXNREG = {"USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0": 2, "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x28": 2,
               "USETMAXREG.DEALLOC.CTAPOOL 0xe8": 1, "USETMAXREG.DEALLOC.CTAPOOL 0x18": 3}
 SETMAXNREG_NAMES = {"USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0": "the consumers up to 240, outside the partitions",
@@ -91,8 +92,8 @@ def _setmaxnreg_hints(got: dict) -> dict:
     else:
         few = ""
     return {asks: (few, ""),
-            "USETMAXREG.DEALLOC.CTAPOOL 0xe8": ("the consumers never give registers back at the fork: does the producer "
-                                                "ask for more than the 24 its warpgroup starts with?", "")}
+            "USETMAXREG.DEALLOC.CTAPOOL 0xe8": ("the consumers never give registers back at the fork: does the "
+                                                "producer ask for more than the 24 its warpgroup starts with?", "")}
 
 
 def partitions(mod):
@@ -301,29 +302,35 @@ CHECKS = LessonChecks(
         Check("reallocation_of_config", "your CONFIG, compiled for sm_90: register reallocation kept (USETMAXREG with "
               "the consumers' count and the producer's), the producer's warpgroup at LOAD_REGS, the consumers at what "
               "the launch's registers leave them", reallocation_of_config, target="sm_90"),
-        Check("consumer_loop_sm_90", f"sm_90: the consumers' K loop holds 4 HGMMA.64x256x16, the ready wait, a wait of "
-              f"depth 1 and the release of a slot, no copy and no expect; {CONSUMER_LOOP_INSTRUCTIONS} instructions "
-              "(lesson 17: 93)", consumer_loop, target="sm_90"),
-        Check("producer_sm_90", "sm_90: the producer's 5 TMA box copies and one expect per K step; 8 barriers "
-              "initialised and retired; 2 releases", producer, target="sm_90"),
-        Check("resources_sm_90", f"sm_90: {REGISTERS} registers at launch, no spills, {SHARED_BYTES} shared bytes",
+        Check("consumer_loop_sm_90", "sm_90, at the course's tile: the consumers' K loop holds 4 HGMMA.64x256x16, the "
+              "ready wait, a wait of depth 1 and the release of a slot, no copy and no expect; "
+              f"{CONSUMER_LOOP_INSTRUCTIONS} instructions (lesson 17: 93)", consumer_loop, target="sm_90"),
+        Check("producer_sm_90", "sm_90, at the course's tile: the producer's 5 TMA box copies and one expect per K "
+              "step; 8 barriers initialised and retired; 2 releases", producer, target="sm_90"),
+        Check("resources_sm_90", f"sm_90, at the course's tile: {REGISTERS} registers at launch, no spills, "
+              f"{SHARED_BYTES} shared bytes",
               resources, target="sm_90"),
-        Check("store_masked", "sm_90: the store of C is masked by rows < M and columns < N", store_masked, target="sm_90"),
+        Check("store_masked", "sm_90, at the course's tile: the store of C is masked by rows < M and columns < "
+              "N", store_masked, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL + "; the two partitions take turns at their waits (3 programs, "
               "several tiles each); no release before the wait that retires the slot's readers", model),
-        Check("tcgen05_partitions_sm_100", "sm_100, blackwell_matmul_kernel: 12 warps launched, no USETMAXREG; "
-              "load_partition's 5 TMA box copies and one expect per K step; 10 barriers initialised and retired; one "
-              "arrive by threads (the epilogue's)", blackwell_partitions, target="sm_100"),
-        Check("tcgen05_mma_loop_sm_100", f"sm_100: the MMA warp's K loop holds the ready wait, 4 × UTCHMMA (the first "
-              f"accumulating from the second step on) and one UTCBAR, the release; {BW_MMA_LOOP_INSTRUCTIONS} "
-              "instructions; a second UTCBAR per tile (acc_ready); tensor memory allocated and released; no HGMMA",
+        Check("tcgen05_partitions_sm_100", "sm_100, blackwell_matmul_kernel at the course's tile 128×256×64 (8 "
+              "epilogue warps, STAGES 4): 12 warps launched, no USETMAXREG; load_partition's 5 TMA box copies and one "
+              "expect per K step; 10 barriers initialised and retired; one arrive by threads (the "
+              "epilogue's)", blackwell_partitions, target="sm_100"),
+        Check("tcgen05_mma_loop_sm_100", "sm_100, at the course's tile: the MMA warp's K loop holds the ready wait, 4 "
+              "× UTCHMMA (the first accumulating from the second step on) and one UTCBAR, the release; "
+              f"{BW_MMA_LOOP_INSTRUCTIONS} instructions; a second UTCBAR per tile (acc_ready); tensor memory allocated "
+              "and released; no HGMMA",
               blackwell_mma_loop, target="sm_100"),
-        Check("tcgen05_epilogue_sm_100", "sm_100: the epilogue waits on acc_ready, reads the tile (LDTM.x128), then "
-              "arrives on acc_empty, then stores it (16 × STG.E.128)", blackwell_epilogue, target="sm_100"),
-        Check("tcgen05_resources_sm_100", f"sm_100: {BW_TMEM_COLUMNS} TMEM columns, {BW_REGISTERS} registers for "
-              f"every warp, no spills, {BW_SHARED_BYTES} shared bytes", blackwell_resources, target="sm_100"),
+        Check("tcgen05_epilogue_sm_100", "sm_100, at the course's tile: the epilogue waits on acc_ready, reads the "
+              "tile (LDTM.x128), then arrives on acc_empty, then stores it (16 × "
+              "STG.E.128)", blackwell_epilogue, target="sm_100"),
+        Check("tcgen05_resources_sm_100", f"sm_100, at the course's tile: {BW_TMEM_COLUMNS} TMEM columns, "
+              f"{BW_REGISTERS} registers for every warp, no spills, {BW_SHARED_BYTES} shared "
+              "bytes", blackwell_resources, target="sm_100"),
     ],
     correctness=[
         Check("correct_tma_shapes", "matmul is correct on odd shapes with K, N multiples of 8, and on two with "

@@ -171,12 +171,14 @@ CHECKS = LessonChecks(
     teaches="the epilogue through shared memory and `tma.async_store`, overlapped with the next tile (`store_wait` "
             "one tile later); B either K×N or N×K (weights); a tile per problem size, tuned on the sweep",
     machine_code=[
-        Check("epilogue_sm_90", "sm_90: C leaves by 16 STSM into shared memory, a proxy fence, one UTMASTG.2D and "
-              "two bulk-group waits; no STG (bf16 and fp16)", epilogue, target="sm_90"),
-        Check("b_layouts_sm_90", "sm_90: the same consumers' K loop for B K × N and B N × K, its wgmma wait of depth "
-              "1 (0 after it); the producer copies 5 boxes per K step (K × N) or 2 (N × K)", both_layouts_of_b, target="sm_90"),
-        Check("resources_sm_90", f"sm_90: {REGISTERS} registers at launch, no spills, {SHARED_BYTES} shared bytes "
-              "(3 slots and C's tile)", resources, target="sm_90"),
+        Check("epilogue_sm_90", "sm_90, at the course's tile 128×256×64 (8 consumer warps, STAGES 3, LOAD_REGS 40): C "
+              "leaves by 16 STSM into shared memory, a proxy fence, one UTMASTG.2D and two bulk-group waits; no STG "
+              "(bf16 and fp16)", epilogue, target="sm_90"),
+        Check("b_layouts_sm_90", "sm_90, at the course's tile: the same consumers' K loop for B K × N and B N × K, its "
+              "wgmma wait of depth 1 (0 after it); the producer copies 5 boxes per K step (K × N) or 2 (N × "
+              "K)", both_layouts_of_b, target="sm_90"),
+        Check("resources_sm_90", f"sm_90, at the course's tile: {REGISTERS} registers at launch, no spills, "
+              f"{SHARED_BYTES} shared bytes (3 slots and C's tile)", resources, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("reallocation_of_config", "your CONFIG, compiled for sm_90 (both layouts of B): register reallocation "

@@ -345,24 +345,28 @@ CHECKS = LessonChecks(
     teaches="plain Triton, Triton's Triton-to-Gluon translator and hand-written Gluon side by side: machine code, "
             "lines, compile time and same-run speed; a decision table drawn from them",
     machine_code=[
-        Check("exercise_sm_90", "sm_90: the plain-Triton transposing copy masks its load and its store by rows < M "
-              "and columns < N, loads and stores 16 bytes at a time and stages the tile through 16384 bytes of shared "
-              "memory, as lesson 04's kernel does",
+        Check("exercise_sm_90", "sm_90, at a 64 × 64 tile and 4 warps: the plain-Triton transposing copy masks its "
+              "load and its store by rows < M and columns < N, loads and stores 16 bytes at a time and stages the tile "
+              "through 16384 bytes of shared memory, as lesson 04's kernel does",
               exercise_sm_90, target="sm_90"),
         Check("plain_copies_sm_90", "sm_90: plain Triton's copy is 4 × LDG.E.128 / STG.E.128 per thread at 2048 "
               "elements, its transposing copy lesson 04's machine code", plain_copies_sm_90, target="sm_90"),
         Check("autotune_spaces_coalesced", "sm_90: every configuration of COPY_CONFIGS and TRANSPOSE_CONFIGS compiles "
               "to 16-byte loads and stores only", autotune_spaces_coalesced, target="sm_90"),
-        Check("translated_copies_sm_90", "sm_90: the translated copies keep the translator's default layout, one "
-              "element per thread: 4-byte LDG.E and STG.E, the transposing copy's stores scattered",
+        Check("translated_copies_sm_90", "sm_90: the committed translations of the course's copies keep the "
+              "translator's default layout, one element per thread: 4-byte LDG.E and STG.E, the transposing copy's "
+              "stores scattered",
               translated_copies_sm_90, target="sm_90"),
-        Check("plain_gemm_sm_90", "sm_90: plain Triton's GEMM K loop: 6 cp.async of 16 bytes for a later stage, 2 "
-              "HGMMA, a wgmma wait of depth 1; 190 registers, 98304 shared bytes", _gemm_loop("plain"), target="sm_90"),
-        Check("translated_gemm_sm_90", "sm_90: the translated GEMM K loop: 48 LDG.E.U16, 48 STS.U16, the accumulator "
-              "through shared memory twice (64 STS.128, 64 LDS.128), 16 barriers, a fence, 2 HGMMA, a wgmma wait of "
-              "depth 0; no cp.async, no TMA", _gemm_loop("translated"), target="sm_90"),
-        Check("one_step_sm_90", "sm_90: one_step.py's K loop: the same loads, the accumulator never leaves its "
-              "registers (no STS.128, no LDS.128), 3 barriers; 32768 shared bytes", _gemm_loop("one_step"),
+        Check("plain_gemm_sm_90", "sm_90, at 128×256×32, 8 warps, 4 stages: plain Triton's GEMM K loop: 6 cp.async of "
+              "16 bytes for a later stage, 2 HGMMA, a wgmma wait of depth 1; 190 registers, 98304 shared "
+              "bytes", _gemm_loop("plain"), target="sm_90"),
+        Check("translated_gemm_sm_90", "sm_90, at 128×256×32, 8 warps: the committed translation's GEMM K loop: 48 "
+              "LDG.E.U16, 48 STS.U16, the accumulator through shared memory twice (64 STS.128, 64 LDS.128), 16 "
+              "barriers, a fence, 2 HGMMA, a wgmma wait of depth 0; no cp.async, no "
+              "TMA", _gemm_loop("translated"), target="sm_90"),
+        Check("one_step_sm_90", "sm_90, at 128×256×32, 8 warps: one_step.py's K loop: the same loads, the accumulator "
+              "never leaves its registers (no STS.128, no LDS.128), 3 barriers; 32768 shared "
+              "bytes", _gemm_loop("one_step"),
               target="sm_90"),
         Check("translations_need_the_gpu", "gfx950: compiled on a machine without an AMD GPU, the translated copy "
               "fails (its helpers assume 32-lane warps); the toolkit compiles it as an MI350 would",
