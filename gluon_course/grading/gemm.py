@@ -213,26 +213,32 @@ def speedup_over(previous_lesson: str, previous: str, this: str, M: int = 8192, 
     return measure
 
 
-UNITS = {"M": "row", "N": "column", "K": "element of K", "numel": "offset"}
+# What each bound counts: (one, several, the comparison a mask needs).
+UNITS = {"M": ("row", "rows", "rows < M"), "N": ("column", "columns", "columns < N"),
+         "K": ("element of K", "elements of K", "its K tail masked, k + offs_k < K"),
+         "numel": ("offset", "offsets", "offsets < numel")}
 
 
-def bound_problem(what: str, bounds: dict, arg: str, unit: str | None = None) -> str | None:
+def _unit(arg: str):
+    return UNITS.get(arg, ("index", "indices", f"indices < {arg}"))
+
+
+def bound_problem(what: str, bounds: dict, arg: str) -> str | None:
     """None when ``bounds`` (one access's, from ``Compiled.masks()``) hold ``index < arg`` exactly; else a sentence:
     the bound is missing, or lets indices past the last through (``< N + 1``, ``<= N``), or leaves the last out."""
-    unit = unit or UNITS.get(arg, "index")
-    plural = unit if unit.endswith("K") else unit + "s"
+    one, several, need = _unit(arg)
     offsets = bounds.get(arg)
     if not offsets:
-        return f"{what}'s mask never compares {arg}: it needs {plural} < {arg}"
+        return f"the mask of {what} never compares {arg}: it needs {need}"
     off = max(offsets, key=abs)
     if off > 0:
         seen = f"< {arg} + {off}" if off > 1 else f"< {arg} + 1 (or <= {arg})"
-        extra = f"one {unit}" if off == 1 else f"{off} {plural}"
-        return (f"{what}'s mask bounds the {plural} by {seen}: it lets {extra} past the last through, outside the "
-                f"tensor; the bound is {plural} < {arg}")
+        extra = f"one {one}" if off == 1 else f"{off} {several}"
+        return (f"the mask of {what} bounds the {several} by {seen}: it lets {extra} past the last through, outside "
+                f"the tensor; the bound is < {arg}")
     if off < 0:
-        left = f"the last {unit}" if off == -1 else f"the last {-off} {plural}"
-        return f"{what}'s mask bounds the {plural} by < {arg} - {-off}: it leaves out {left}; the bound is < {arg}"
+        left = f"the last {one}" if off == -1 else f"the last {-off} {several}"
+        return f"the mask of {what} bounds the {several} by < {arg} - {-off}: it leaves out {left}; the bound is < {arg}"
     return None
 
 
@@ -244,7 +250,7 @@ def access_masks_problem(kernel, op: str, arguments, what: str) -> str | None:
         return f"the kernel has no {op} for {what}"
     for m in accesses:
         if not m["masked"]:
-            need = " and ".join(f"{UNITS.get(a, 'index')}s < {a}" for a in arguments)
+            need = " and ".join(_unit(a)[2] for a in arguments)
             verb = "writes" if op == "store" else "reads"
             return f"{what} has no mask: in the edge tiles it {verb} past the tensor's last rows and columns ({need})"
         for arg in arguments:
@@ -262,12 +268,12 @@ def gemm_masks_problem(kernel, loads: bool = True) -> str | None:
     if problem or not loads:
         return problem
     for i, m in enumerate(a for a in kernel.masks() if a["op"] == "load"):
-        what = f"load {i + 1} (of A or B)"
+        what = f"load {i + 1} of A or B"
         if not m["masked"]:
             return f"{what} has no mask: the last tiles read past A and B (rows < M or columns < N, and the K tail < K)"
         edges = [a for a in ("M", "N") if a in m["bounds"]]
         if not edges:
-            return f"{what}'s mask compares neither M nor N: A's loads need rows < M, B's columns < N"
+            return f"the mask of {what} compares neither M nor N: A's loads need rows < M, B's columns < N"
         for arg in edges + ["K"]:
             problem = bound_problem(what, m["bounds"], arg)
             if problem:
