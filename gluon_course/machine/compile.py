@@ -782,7 +782,7 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
 
 
 # ptxas's own sentence in a failed assembly: "ptxas-blackwell fatal   : (C7602) Insufficient registers (128) to ..."
-# or "ptxas /tmp/x.ptx, line 5; error   : ...".
+# or "ptxas kernel.ptx, line 5; error   : ...".
 _PTXAS_ERROR = re.compile(r"^ptxas[^:]*?(?:,\s*line\s+(\d+);)?\s*(?:fatal|error)\s*:\s*(.*)$")
 
 
