@@ -252,7 +252,9 @@ def access_masks_problem(kernel, op: str, arguments, what: str) -> str | None:
         if not m["masked"]:
             need = " and ".join(_unit(a)[2] for a in arguments)
             verb = "writes" if op == "store" else "reads"
-            return f"{what} has no mask: in the edge tiles it {verb} past the tensor's last rows and columns ({need})"
+            edge = ("in the edge tiles it {} past the tensor's last rows and columns" if set(arguments) <= {"M", "N"}
+                    else "in the last tile it {} past the tensor's end").format(verb)
+            return f"{what} has no mask: {edge} ({need})"
         for arg in arguments:
             problem = bound_problem(what, m["bounds"], arg)
             if problem:
