@@ -547,7 +547,9 @@ def _nvidia_resources(k: Compiled) -> dict:
     if stack:
         # ptxas spills into the stack frame: a kernel whose frame is 0 bytes has spilled nothing, and only one with a
         # frame needs ptxas's own count (a frame may also hold a call's saved registers or a local array).
-        frame = _PTXAS_FRAME.search(k.ptxas_log)
+        # The entry function's own properties (a callee, where there is one, has its own block in the log).
+        name = re.escape(str(getattr(k.metadata, "name", k.kernel_name)))
+        frame = re.search(rf"Function properties for {name}\s*\n\s*" + _PTXAS_FRAME.pattern, k.ptxas_log)
         if not frame or int(frame.group(1)) != stack:
             raise CourseToolError(f"ptxas's log for {k.kernel_name} names no stack frame of {stack} bytes (cuobjdump's "
                                   f"STACK):\n{k.ptxas_log}")
