@@ -169,13 +169,14 @@ def setmaxnreg(k) -> list[tuple[str, int]]:
 
 
 def register_split(k, consumer_warps: int, load_regs: int) -> dict:
-    """What Triton 3.9.0 asks of register reallocation for a kernel forked by ``gl.warp_specialize`` into the default
-    partition on ``consumer_warps`` warps and workers that ask for ``load_regs`` registers
-    (TritonGPUAllocateWarpGroups):
-    the launch's registers a thread (``maxnreg``: the PTX's .maxnreg, 65536 over the launched threads, rounded down to
-    8), the producer's warpgroup's count (``load_regs`` rounded up to 8), and what that leaves the consumers while the
-    partitions run (``consumers``: the launch's registers less the workers', over the consumers' threads, rounded down
-    to 8; None where Triton asks for no reallocation: nothing left, or fewer than 24)."""
+    """What Triton asks of register reallocation for a kernel forked by ``gl.warp_specialize`` into the default
+    partition on ``consumer_warps`` warps and workers that ask for ``load_regs`` registers: the launch's registers a
+    thread (``maxnreg``: the PTX's .maxnreg, 65536 over the launched threads, rounded down to 8), the producer's
+    warpgroup's count (``load_regs`` rounded up to 8), and what that leaves the consumers while the partitions run
+    (``consumers``: the launch's registers less the workers', over the consumers' threads, rounded down to 8; None where
+    Triton asks for no reallocation: nothing left, or fewer than 24). The sum is the pass TritonGPUAllocateWarpGroups
+    (C++, not in the wheel: read in upstream's lib/Conversion/TritonGPUToLLVM/AllocateWarpGroups.cpp) and agrees with
+    3.9.0's PTX and listings for lesson 18's kernel at LOAD_REGS 24, 32, 40, 56, 152 and 232, and at num_warps 4."""
     launched = int(k.metadata.num_warps)
     m = re.search(r"\.maxnreg (\d+)", k.ptx)
     maxnreg = int(m.group(1)) if m else (65536 // (launched * 32)) // 8 * 8
