@@ -71,6 +71,15 @@ def test_a_syntax_error_in_the_starter_is_one_line(tmp_path):
     assert "0 passed, 1 failed" in out
 
 
+WS_CALL = """        (mma_partition, (c_ptr, a_ring, b_ring, ready, empty, M, N, K, stride_cm, stride_cn,
+                         BLOCK_M, BLOCK_N, BLOCK_K, STAGES, GROUP_M, acc_layout)),
+        (load_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M)),
+    ], [1], [LOAD_REGS])"""
+WS_SWAPPED = """        (load_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M)),
+        (mma_partition, (c_ptr, a_ring, b_ring, ready, empty, M, N, K, stride_cm, stride_cn,
+                         BLOCK_M, BLOCK_N, BLOCK_K, STAGES, GROUP_M, acc_layout)),
+    ], {counts})"""
+
 # The GEMM lessons' frequent compiler messages, in the course's words (issue: a learner's review of lessons 10-17).
 GEMM_MISTAKES = [
     ("16", "is_async without a wait",
@@ -86,6 +95,15 @@ GEMM_MISTAKES = [
      ["unexpected keyword argument 'asynchronous'", "hint: warpgroup_mma takes a, b, acc, use_acc", "is_async"]),
     ("15", "an instruction wider than the tile", "instr_shape=[16, BLOCK_N, 16])", "instr_shape=[16, 256, 16])",
      ["is larger than the tile it must cover", "hint: a version-3 (wgmma) layout takes instr_shape=[16, N, 16]"]),
+    # The partitions in the wrong order: the producer first runs on the kernel's 8 warps, the consumers on one worker
+    # warp, whose accumulator layout is built for 8 (MLIR refuses it); with 8 worker warps the accumulator has 128
+    # registers a thread and ptxas refuses it (a PTXASError, whose text is the whole PTX).
+    ("18", "partitions swapped", WS_CALL, WS_SWAPPED.format(counts="[1], [LOAD_REGS]"),
+     ["mma_partition", "a layout built for 8 warps is used in code that runs on 1",
+      "hint: a layout's warps_per_cta", "the consumers first"]),
+    ("18", "partitions swapped, 8 worker warps", WS_CALL, WS_SWAPPED.format(counts="[8], [LOAD_REGS]"),
+     ["mma_partition", "ptxas cannot compile this line with the 128 registers a thread its partition has",
+      "hint: gl.warp_specialize's first partition is the default one", "the consumers) comes first"]),
     ("13", "STAGES not declared gl.constexpr", "STAGES: gl.constexpr, ASYNC_COPY: gl.constexpr):",
      "STAGES, ASYNC_COPY: gl.constexpr):", ["parameter 'STAGES' of matmul_kernel is not declared gl.constexpr",
                                             "write `STAGES: gl.constexpr`"]),
@@ -97,7 +115,8 @@ def test_gemm_compile_mistakes_read_as_sentences(tmp_path, number, what, old, ne
     out = _check(tmp_path, number, old, new)
     for word in words:
         assert word in out, f"{what}: {word!r} missing from:\n{out}"
-    for raw in ("ttng.", "'tt.", "<class '", "AssertionError(", "Pipeline failed"):
+    for raw in ("ttng.", "'tt.", "<class '", "AssertionError(", "Pipeline failed", "#ttg.", "Repro command",
+                ".visible .entry", "PTXAS error", "ptxas-blackwell"):
         assert raw not in out, f"{what}: {raw!r} (a compiler internal) reached the learner:\n{out}"
     failing = [line for line in out.splitlines() if line.lstrip().startswith("✗")]
     first = out[out.index(failing[0]):].split("\n  ✓")[0].split("\n  ✗")[0]

@@ -257,3 +257,46 @@ def test_a_live_figure_is_measured_once_per_notebook(monkeypatch):
     first = notebook.Lab("14", show_header=False).figure("bf16_8192", quiet=True)
     again = notebook.Lab("14", show_header=False).figure("bf16_8192", quiet=True)
     assert calls == ["bf16_8192"] and again.value == first.value
+
+
+def test_spills_are_what_ptxas_reports_in_the_stack_frame():
+    """On sm_90 ptxas spills into the thread's stack frame: cuobjdump reports it as STACK while LOCAL stays 0. Lesson
+    18's 128 × 256 tile on one consumer warpgroup (num_warps=4) is known to spill hundreds of bytes; the toolkit and
+    config_fits must see it, and the solution's own configuration must not."""
+    from gluon_course import load_checks, load_solution
+    from gluon_course.grading.gemm_kernel import fits
+
+    checks, mod = load_checks("18"), load_solution("18")
+    cfg = {**checks.TILE, "num_warps": 4}
+    k = checks.KERNEL.compile(mod, "sm_90", "bf16", cfg)
+    r = k.resources
+    assert r["local_bytes"] == 0 and r["stack_bytes"] > 0
+    assert k.spills == r["spill_bytes"] > 100 and r["spill_load_bytes"] > 0 and r["local_stores"] > 0
+    assert f"{r['stack_bytes']} bytes stack frame, {k.spills} bytes spill stores" in k.ptxas_log
+    problem = fits(k, 4, cfg)
+    assert problem and f"{k.spills} bytes of spill stores" in problem and "num_warps" in problem
+    solution = checks.compiled(mod)
+    assert solution.spills == 0 and solution.resources["stack_bytes"] == 0
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in solution.ptxas_log
+
+
+@gluon.jit
+def _copy_store_unmasked(in_ptr, out_ptr, numel, XBLOCK: gl.constexpr, layout: gl.constexpr):
+    offs = gl.program_id(0) * XBLOCK + gl.arange(0, XBLOCK, layout=layout)
+    gl.store(out_ptr + offs, gl.load(in_ptr + offs, mask=offs <= numel))
+
+
+def test_masks_are_read_per_access_with_their_offset():
+    """Each load and store has its own mask: compared_arguments (the whole kernel's comparisons) sees numel in the
+    load's mask of a kernel whose store is unmasked; masks() does not, and reads <= numel as one past the end."""
+    from gluon_course.grading.gemm import access_masks_problem
+
+    assert _compile("sm_90", 4).masks() == [{"op": "load", "masked": True, "bounds": {"numel": {0}}},
+                                            {"op": "store", "masked": True, "bounds": {"numel": {0}}}]
+    k = gc.compile_kernel(_copy_store_unmasked, "sm_90", signature=SIG, aligned=("in_ptr", "out_ptr", "numel"),
+                          constexprs={"XBLOCK": 512, "layout": gl.BlockedLayout([4], [32], [4], [0])})
+    assert "numel" in k.compared_arguments()
+    assert k.masks() == [{"op": "load", "masked": True, "bounds": {"numel": {1}}},
+                         {"op": "store", "masked": False, "bounds": {}}]
+    assert "has no mask" in access_masks_problem(k, "store", ("numel",), "the store")
+    assert "< numel + 1 (or <= numel)" in access_masks_problem(k, "load", ("numel",), "the load")

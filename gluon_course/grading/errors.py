@@ -61,6 +61,27 @@ TRANSLATIONS = [
      r"the layout's instruction ([\1, \2]) is larger than the tile it must cover per warp ([\3, \4])",
      "a version-3 (wgmma) layout takes instr_shape=[16, N, 16]: 16 rows per warp, N columns per instruction "
      "(at most BLOCK_N and 256), 16 of K for bf16/fp16"),
+    (r"Result has an invalid layout: .*Layout has (\d+) warps per CTA, but the context requires (\d+) warps per CTA",
+     r"a layout built for \1 warps is used in code that runs on \2",
+     "a layout's warps_per_cta must multiply to the warps that run it. In gl.warp_specialize the first partition (the "
+     "default one) runs on the kernel's num_warps warps and each worker on its worker_num_warps, so a layout built for "
+     "num_warps (the accumulator's) belongs to the first partition: the consumers first, then the one-warp producer, "
+     "gl.warp_specialize([(mma_partition, (...)), (load_partition, (...))], [1], [LOAD_REGS])"),
+    # ptxas (compile.py makes a PTXASError "ptxas: <its first error>", "(in a warp-specialized kernel)" where it is one).
+    (r"ptxas: \(C7602\) Insufficient registers \((\d+)\) to compile instruction\. Try to compile with register "
+     r"target of (\d+) or higher\. \(in a warp-specialized kernel\)",
+     r"ptxas cannot compile this line with the \1 registers a thread its partition has: it needs \2 or more",
+     "gl.warp_specialize's first partition is the default one: it runs on the kernel's num_warps warps and keeps the "
+     "registers the workers leave it, while each worker after it gets its worker_num_warps and worker_num_regs. The "
+     "partition that holds the accumulator (the consumers) comes first, the producer second, on one warp with few "
+     "registers: gl.warp_specialize([(mma_partition, (...)), (load_partition, (...))], [1], [LOAD_REGS])"),
+    (r"ptxas: \(C7602\) Insufficient registers \((\d+)\) to compile instruction\. Try to compile with register "
+     r"target of (\d+) or higher\.",
+     r"ptxas cannot compile this line within \1 registers a thread: it needs \2 or more",
+     "a program of W warps has at most 65536 / (32 × W) registers a thread (and never more than 255): fewer warps per "
+     "program, or a smaller tile per thread"),
+    (r"^ptxas: (.*)$", r"ptxas, NVIDIA's assembler, refused the PTX Triton wrote for this kernel: \1",
+     "the sentence is ptxas's own; the line named is the source line of the PTX instruction it refused"),
     (r"Pipeline failed while executing \[`ConvertTritonGPUToLLVM`",
      "the compiler failed while lowering the kernel to LLVM, without a message of its own",
      "Triton 3.9.0 reports some layout mistakes only this way: check that every layout (its version, instr_shape, "

@@ -213,11 +213,80 @@ def speedup_over(previous_lesson: str, previous: str, this: str, M: int = 8192, 
     return measure
 
 
-def store_mask_missing(kernel) -> str | None:
-    """None when the compiled ``kernel`` compares M and N (the store of C is masked at the edges), else a sentence.
-    TMA's zero fill covers loads only."""
-    missing = {"M", "N"} - kernel.compared_arguments()
-    if missing:
-        return (f"{' and '.join(sorted(missing))} never reach a comparison: TMA's zero fill covers loads only, so "
-                "the store of C needs its mask (rows < M, columns < N)")
+# What each bound counts: (one, several, the comparison a mask needs).
+UNITS = {"M": ("row", "rows", "rows < M"), "N": ("column", "columns", "columns < N"),
+         "K": ("element of K", "elements of K", "its K tail masked, k + offs_k < K"),
+         "numel": ("offset", "offsets", "offsets < numel")}
+
+
+def _unit(arg: str):
+    return UNITS.get(arg, ("index", "indices", f"indices < {arg}"))
+
+
+def bound_problem(what: str, bounds: dict, arg: str) -> str | None:
+    """None when ``bounds`` (one access's, from ``Compiled.masks()``) hold ``index < arg`` exactly; else a sentence:
+    the bound is missing, or lets indices past the last through (``< N + 1``, ``<= N``), or leaves the last out."""
+    one, several, need = _unit(arg)
+    offsets = bounds.get(arg)
+    if not offsets:
+        return f"the mask of {what} never compares {arg}: it needs {need}"
+    off = max(offsets, key=abs)
+    if off > 0:
+        seen = f"< {arg} + {off}" if off > 1 else f"< {arg} + 1 (or <= {arg})"
+        extra = f"one {one}" if off == 1 else f"{off} {several}"
+        return (f"the mask of {what} bounds the {several} by {seen}: it lets {extra} past the last through, outside "
+                f"the tensor; the bound is < {arg}")
+    if off < 0:
+        left = f"the last {one}" if off == -1 else f"the last {-off} {several}"
+        return f"the mask of {what} bounds the {several} by < {arg} - {-off}: it leaves out {left}; the bound is < {arg}"
     return None
+
+
+def access_masks_problem(kernel, op: str, arguments, what: str) -> str | None:
+    """None when every ``op`` ("load" or "store") of the compiled ``kernel`` is masked by ``index < argument``, exactly,
+    for each of ``arguments`` (rows < M, columns < N); else a sentence about the first access that is not."""
+    accesses = [m for m in kernel.masks() if m["op"] == op]
+    if not accesses:
+        return f"the kernel has no {op} for {what}"
+    for m in accesses:
+        if not m["masked"]:
+            need = " and ".join(_unit(a)[2] for a in arguments)
+            verb = "writes" if op == "store" else "reads"
+            edge = ("in the edge tiles it {} past the tensor's last rows and columns" if set(arguments) <= {"M", "N"}
+                    else "in the last tile it {} past the tensor's end").format(verb)
+            return f"{what} has no mask: {edge} ({need})"
+        for arg in arguments:
+            problem = bound_problem(what, m["bounds"], arg)
+            if problem:
+                return problem
+    return None
+
+
+def gemm_masks_problem(kernel, loads: bool = True) -> str | None:
+    """A pointer GEMM's masks, access by access: C's store bounded by rows < M and columns < N; with ``loads``, every
+    load of A or B masked, bounded by its K tail (< K) and by rows < M (A) or columns < N (B). Exact bounds: an
+    offset (``< N + 1``, ``<= N``) is named."""
+    problem = access_masks_problem(kernel, "store", ("M", "N"), "the store of C")
+    if problem or not loads:
+        return problem
+    for i, m in enumerate(a for a in kernel.masks() if a["op"] == "load"):
+        what = f"load {i + 1} of A or B"
+        if not m["masked"]:
+            return f"{what} has no mask: the last tiles read past A and B (rows < M or columns < N, and the K tail < K)"
+        edges = [a for a in ("M", "N") if a in m["bounds"]]
+        if not edges:
+            return f"the mask of {what} compares neither M nor N: A's loads need rows < M, B's columns < N"
+        for arg in edges + ["K"]:
+            problem = bound_problem(what, m["bounds"], arg)
+            if problem:
+                return problem
+    return None
+
+
+def store_mask_missing(kernel) -> str | None:
+    """None when the compiled ``kernel``'s store of C is masked by rows < M and columns < N, exactly; else a sentence.
+    TMA's zero fill covers loads only."""
+    problem = access_masks_problem(kernel, "store", ("M", "N"), "the store of C")
+    if problem and "has no mask" in problem:
+        return problem + ": TMA's zero fill covers loads only, so the store of C needs its own mask"
+    return problem

@@ -111,10 +111,11 @@ class GemmKernel:
 
     # -- the host model ----------------------------------------------------------------------------
     def model_check(self, mod, shapes=None, config: dict | None = None, dtype: str = "bf16",
-                    sms: int = 1, target: str = "sm_90") -> "str | NotChecked | None":
+                    sms: int = 1, target: str = "sm_90", rule=None) -> "str | NotChecked | None":
         """Run the module's kernel in the host model on ``shapes`` (with ``sms`` SMs' worth of persistent programs).
         None when C is exact and the protocol holds; a sentence otherwise; NotChecked(why) when the model does not
-        know an operation the kernel uses: nothing is concluded then, and the runner says so."""
+        know an operation the kernel uses: nothing is concluded then, and the runner says so. ``rule(programs)``
+        reads the programs' traces besides (``model.gemm.store_overlaps_next_tile``, say)."""
         from ..machine.compile import CompileFailed
         from ..model import ModelUnsupported
         from ..model import gemm as model_gemm
@@ -136,7 +137,7 @@ class GemmKernel:
                                            c_descriptor=self.kind == "tma_store")
         try:
             return model_gemm.check(launch, shapes, dtype, b_layout=b_layout if self.kind != "pointer" else "row",
-                                    tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]))
+                                    tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]), rule=rule)
         except ModelUnsupported as e:
             return NotChecked(f"the host model does not model {e}, so it could not run this kernel's protocol; the GPU "
                               "checks (correctness, hang protection, compute-sanitizer) still judge it there")
@@ -158,8 +159,19 @@ def fits(k, num_warps: int, cfg: dict | None = None) -> str | None:
                     f"may use on {k.target}; a GPU refuses the launch (OutOfResources): shrink "
                     f"{' or '.join(knobs) or 'the tile'}")
         return f"it cannot launch on {k.target}: {occupancy.limited_by}; shrink the tile or change num_warps"
-    if k.spills:
+    if k.spills and not k.is_nvidia:
         return (f"{k.spills} bytes per thread spill to local memory (the accumulator and operands need more than "
-                f"{limits.max_registers_per_thread if hasattr(limits, 'max_registers_per_thread') else limits.vgprs_per_simd}"
-                " registers): give the tile more warps or make it smaller")
+                f"{limits.vgprs_per_simd} registers): give the tile more warps or make it smaller")
+    if k.spills:
+        return spill_sentence(k) + ". Give the tile more warps (num_warps) or make it smaller"
     return None
+
+
+def spill_sentence(k) -> str:
+    """What ptxas says an NVIDIA kernel ``k`` spilled (``k.spills`` not 0), in a sentence."""
+    r = k.resources
+    serialized = any("wgmma.mma_async instructions are serialized" in note for note in k.ptxas_notes())
+    return (f"ptxas spills registers to local memory: {r['spill_bytes']} bytes of spill stores and "
+            f"{r['spill_load_bytes']} of spill loads, into a {r['stack_bytes']}-byte stack frame per thread, at "
+            f"{k.registers} registers a thread" + (" (the most a thread may have)" if k.registers >= 255 else "")
+            + ("; it also serializes the wgmma instructions for want of registers" if serialized else ""))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from ..course import load_module_file
 from .checks import Reference
@@ -127,6 +128,109 @@ def wgmma_waits(k) -> list[tuple[int, int]]:
             if i.opcode == "WARPGROUP.DEPBAR.LE"]
 
 
+def wait_depth_problem(k, in_loop: int = 1, after: int | None = 0, who: str = "the K loop") -> str | None:
+    """The operands of the wgmma waits, read off the listing (``WARPGROUP.DEPBAR.LE gsb0, 0x1`` is
+    warpgroup_mma_wait(1)): exactly one wait in the K loop (the loop holding the HGMMA), of depth ``in_loop``, and,
+    unless ``after`` is None, the first wait after the loop of depth ``after`` (the last products done before C is
+    stored). None, or a sentence naming the depth found."""
+    first, last = k.loop_holding("HGMMA")
+    inside = [d for a, d in wgmma_waits(k) if first <= a <= last]
+    following = [d for a, d in wgmma_waits(k) if a > last]
+    if len(inside) != 1:
+        return (f"{who} holds {len(inside)} wgmma waits (WARPGROUP.DEPBAR.LE); expected one, "
+                f"warpgroup_mma_wait({in_loop}), once per K step")
+    depth = inside[0]
+    if depth < in_loop:
+        return (f"{who} waits with WARPGROUP.DEPBAR.LE gsb0, {depth:#x}: warpgroup_mma_wait({depth}), which waits for "
+                f"this step's products before the loop goes on; expected depth {in_loop}: warpgroup_mma_wait("
+                f"{in_loop}) lets this step's products run while the next tile is waited for, and retires the "
+                "previous step's (depth 0 is lesson 15's synchronous step)")
+    if depth > in_loop:
+        return (f"{who} waits with WARPGROUP.DEPBAR.LE gsb0, {depth:#x}: warpgroup_mma_wait({depth}) leaves {depth} "
+                f"groups running, so the slot that the release or refill after it hands back may still be read by "
+                f"wgmma; expected depth {in_loop}")
+    if after is not None and following[:1] != [after]:
+        found = f"depth {following[0]}" if following else "none"
+        return (f"after the K loop the first wgmma wait has {found}; expected depth {after} "
+                f"(warpgroup_mma_wait({after})): the last products must be done before C is stored")
+    return None
+
+
+def setmaxnreg(k) -> list[tuple[str, int]]:
+    """Every USETMAXREG of the listing in address order, as (``"TRY_ALLOC"`` or ``"DEALLOC"``, registers): the
+    machine code of setmaxnreg.inc (``USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x28``, retried until the registers are
+    free) and setmaxnreg.dec (``USETMAXREG.DEALLOC.CTAPOOL 0x18``)."""
+    out = []
+    for i in k.instructions():
+        if i.opcode.startswith("USETMAXREG"):
+            kind = "TRY_ALLOC" if "TRY_ALLOC" in i.opcode else "DEALLOC"
+            out.append((kind, int(i.text.rsplit(" ", 1)[1].rstrip(";"), 0)))
+    return out
+
+
+def register_split(k, consumer_warps: int, load_regs: int) -> dict:
+    """What Triton asks of register reallocation for a kernel forked by ``gl.warp_specialize`` into the default
+    partition on ``consumer_warps`` warps and workers that ask for ``load_regs`` registers: the launch's registers a
+    thread (``maxnreg``: the PTX's .maxnreg, 65536 over the launched threads, rounded down to 8), the producer's
+    warpgroup's count (``load_regs`` rounded up to 8), and what that leaves the consumers while the partitions run
+    (``consumers``: the launch's registers less the workers', over the consumers' threads, rounded down to 8; None where
+    Triton asks for no reallocation: nothing left, or fewer than 24). The sum is the pass TritonGPUAllocateWarpGroups
+    (C++, not in the wheel: read in upstream's lib/Conversion/TritonGPUToLLVM/AllocateWarpGroups.cpp) and agrees with
+    3.9.0's PTX and listings for lesson 18's kernel at LOAD_REGS 24, 32, 40, 56, 152 and 232, and at num_warps 4."""
+    launched = int(k.metadata.num_warps)
+    m = re.search(r"\.maxnreg (\d+)", k.ptx)
+    maxnreg = int(m.group(1)) if m else (65536 // (launched * 32)) // 8 * 8
+    producer = -(-int(load_regs) // 8) * 8
+    worker_threads = (launched - consumer_warps) * 32
+    budget = maxnreg * consumer_warps * 32 + (maxnreg - producer) * worker_threads
+    consumers = budget // (consumer_warps * 32) // 8 * 8 if budget > 0 else 0
+    # setmaxnreg takes 24 to 256 registers (PTX ISA); the listing of one consumer warpgroup at a 256-register launch
+    # shows TRY_ALLOC 0x100 where the sum gives more.
+    consumers = min(consumers, 256)
+    return {"launched_warps": launched, "maxnreg": maxnreg, "producer": producer,
+            "consumers": consumers if consumers >= 24 else None, "worker_threads": worker_threads}
+
+
+def register_split_problem(k, consumer_warps: int, load_regs: int) -> str | None:
+    """For any configuration of a warp-specialized kernel whose producer asks for ``load_regs`` registers: the listing
+    keeps register reallocation (ptxas may drop it, and says so in a note), the producer's warpgroup takes
+    ``load_regs`` (rounded up to 8) and the consumers what that leaves them of the launch's registers. None, or a
+    sentence."""
+    split = register_split(k, consumer_warps, load_regs)
+    got = setmaxnreg(k)
+    counts = sorted({n for _, n in got})
+    p, c, w = split["producer"], split["consumers"], split["worker_threads"]
+    if not got:
+        dropped = [note for note in k.ptxas_notes() if "setmaxnreg" in note]
+        if dropped:
+            asked = sorted({int(n) for n in re.findall(r"setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32\s+(\d+)", k.ptx)})
+            head = (f"no USETMAXREG: ptxas dropped register reallocation (its note: “{dropped[0]}”), so every warp "
+                    f"runs at the launch's {k.registers} registers")
+            if p not in asked:
+                return (f"{head}. The PTX asks setmaxnreg for {', '.join(map(str, asked))} registers, not for "
+                        f"LOAD_REGS={load_regs}: pass worker_num_regs=[LOAD_REGS], and keep it small (the course's 40)")
+            left = (f" and leave the consumers {c}, fewer than the {k.registers} ptxas compiled them for"
+                    if c in asked and c < k.registers else "")
+            return (f"{head}. LOAD_REGS={load_regs} would give the producer's warpgroup {p} registers a thread{left}; "
+                    "a producer that only copies needs few (the course's 40)")
+        if "setmaxnreg" not in k.ptx:
+            return ("no USETMAXREG, and no setmaxnreg in the PTX: Triton asked for no register reallocation. Give "
+                    "gl.warp_specialize the producer's registers (worker_num_regs=[LOAD_REGS]), few enough that the "
+                    f"consumers keep at least 24 of the launch's {split['maxnreg']}")
+        return "the PTX asks for register reallocation (setmaxnreg) but the listing has no USETMAXREG"
+    if p not in counts:
+        return (f"USETMAXREG with {', '.join(map(str, counts))} registers, none with {p}: the producer's warpgroup "
+                f"does not take LOAD_REGS={load_regs}; pass worker_num_regs=[LOAD_REGS] to gl.warp_specialize")
+    if c is None or c not in counts:
+        return (f"USETMAXREG with {', '.join(map(str, counts))} registers; expected the consumers at {c} while the "
+                f"partitions run: the launch's {split['maxnreg']} a thread, less the producer's warpgroup's {p}")
+    total = split["maxnreg"] * split["launched_warps"] * 32
+    if c * consumer_warps * 32 + p * w > total:
+        return (f"the consumers' {c} and the producer's {p} registers need more than the launch's {total}: "
+                "setmaxnreg would wait for registers no warp gives back")
+    return None
+
+
 HGMMA_OPCODE = {"bf16": "HGMMA.64x{n}x16.F32.BF16", "fp16": "HGMMA.64x{n}x16.F32"}
 NOT_IN_WGMMA_KERNELS = ("LDSM", "HMMA", "FENCE.VIEW.ASYNC")
 
@@ -157,8 +261,8 @@ def wgmma_signature(k, dtype: str, in_loop: dict, mma_per_step: int, instr_n: in
 REFUSALS = ("the launcher refuses rows that are not 16-byte multiples (naming TMA's rule and lesson 13), fp32, a "
             "mismatched K, a non-contiguous A and half a warpgroup, with sentences; M, N or K = 0 gives what "
             "torch.matmul gives")
-HOST_MODEL = ("in the host model (no GPU): C exact on odd shapes, each element written once; every slot read after "
-              "the wait that covers its copy, none refilled while read, every wait satisfiable")
+HOST_MODEL = ("in the host model (no GPU, at the course's tile): C exact on odd shapes, each element written once; every "
+              "slot read after the wait that covers its copy, none refilled while read, every wait satisfiable")
 
 
 # -- figures --------------------------------------------------------------------------------------

@@ -238,10 +238,30 @@ class Compiled:
             self._cache["compared"] = _compared_arguments(self.ttgir)
         return self._cache["compared"]
 
+    def masks(self) -> list[dict]:
+        """Every masked or unmasked global load and store of the TTGIR (``tt.load``, ``tt.store``, and cp.async's
+        ``ttg.async_copy_global_to_local`` as a load), in program order:
+        ``{"op": "load" | "store", "masked": bool, "bounds": {argument: {offset, ...}}}``.
+
+        A bound is a comparison in the mask, normalized to ``index < argument + offset``: ``rows < M`` is ``{"M":
+        {0}}``, ``cols < N + 1`` and ``cols <= N`` are ``{"N": {1}}`` (one column too many), ``cols < N - 1``
+        ``{"N": {-1}}``. It counts when one side of an ``arith.cmpi`` is the argument plus a constant (through
+        broadcasts, layout conversions and the captures of a warp-specialized partition) and the mask is made of such
+        comparisons by ``&`` and ``|``; a comparison with any other expression of an argument (``K - k * BLOCK_K``) is
+        not a bound here."""
+        if "masks" not in self._cache:
+            self._cache["masks"] = _masks(self.ttgir)
+        return self._cache["masks"]
+
     # -- resources ---------------------------------------------------------------------------
     @property
     def resources(self) -> dict:
-        """Registers, spills and memory as the assembler reports them."""
+        """Registers, spills and memory as the assembler reports them.
+
+        NVIDIA: ``registers``, ``stack_bytes`` (the per-thread stack frame), ``static_shared_bytes`` and
+        ``local_bytes`` from cuobjdump's resource line; ``spill_bytes`` and ``spill_load_bytes``, the bytes of spill
+        stores and loads ptxas reports (see ``spills``); ``local_stores`` and ``local_loads``, the STL and LDL
+        instructions of the listing (any access to local memory, spilled or not)."""
         if "resources" not in self._cache:
             self._cache["resources"] = (_nvidia_resources(self) if self.is_nvidia else _amd_resources(self.amdgcn))
         return self._cache["resources"]
@@ -253,8 +273,40 @@ class Compiled:
 
     @property
     def spills(self) -> int:
-        """Bytes of local memory / scratch per thread (0 means no spills)."""
+        """Bytes of spilled registers per thread; 0 means no spills.
+
+        NVIDIA: the bytes of *spill stores* ptxas reports ("640 bytes stack frame, 1700 bytes spill stores, 1188
+        bytes spill loads"): the registers it could not keep, written to the thread's stack frame (cuobjdump's
+        STACK, not LOCAL, which counts local arrays outside the frame and stays 0 when a kernel spills). A stack
+        frame alone is not a spill (a call frame, a local array). AMD: the scratch bytes per lane."""
         return self.resources["spill_bytes"]
+
+    @property
+    def ptxas_log(self) -> str:
+        """What ptxas -v says about this kernel (NVIDIA): the stack frame, the bytes of spill stores and loads, the
+        registers, and notes such as "(C7507) ... 'setmaxnreg' ignored" or "(C7511) ... wgmma.mma_async
+        instructions are serialized".
+
+        Triton runs ptxas -v on every compile and deletes what it printed. Here the kernel's PTX is assembled again
+        by the backend's own ``make_cubin`` (the same ptxas, the same command line) with Triton's switch for
+        printing that log; the cubin it returns must be the compile's, byte for byte, or nothing is read."""
+        if not self.is_nvidia:
+            raise ValueError(f"{self.target} is not assembled by ptxas; read .amdgcn instead")
+        if "ptxas_log" not in self._cache:
+            self._cache["ptxas_log"] = _ptxas_log(self)
+        return self._cache["ptxas_log"]
+
+    def ptxas_notes(self) -> list[str]:
+        """ptxas's warnings and performance notes for this kernel, one sentence each without its "ptxas info :"
+        prefix: ``["(C7507) Potential Performance Loss: 'setmaxnreg' ignored to maintain minimum register
+        requirements."]``; the lines every compile prints (gmem, properties, registers, compile time) are left out."""
+        notes = []
+        for line in self.ptxas_log.splitlines():
+            m = re.match(r"^ptxas\S*\s+(info|warning)\s*:\s*(.*)$", line.strip())
+            if m and not re.match(r"(\d+ bytes gmem|Compiling entry|Function properties|Used \d+ registers|"
+                                  r"Compile time)", m.group(2)):
+                notes.append(m.group(2))
+        return notes
 
     @property
     def shared_bytes(self) -> int:
@@ -316,6 +368,103 @@ def _compared_arguments(ttgir: str) -> set[str]:
     return found
 
 
+_CONSTANT = re.compile(r"^\s*%([\w.#]+)\s*=\s*arith\.constant\s+(?:dense<)?(-?\d+)>?\s*:\s*(?:i\d+|tensor<[^>]*xi\d+)")
+_PARTITION = re.compile(r"^\s*partition\d+\((.*)\)\s*num_warps\(\d+\)\s*\{\s*$")
+_FLIP = {"sgt": "slt", "sge": "sle", "ugt": "ult", "uge": "ule", "slt": "sgt", "sle": "sge", "ult": "ugt", "ule": "uge",
+         "eq": "eq", "ne": "ne"}
+
+
+def _masks(ttgir: str) -> list[dict]:
+    lines = ttgir.splitlines()
+    signature = next((line for line in lines if "tt.func" in line), "")
+    affine = {name: (name, 0) for name in _TTGIR_ARG.findall(signature)}    # SSA -> (argument, constant added)
+    constants: dict[str, int] = {}
+    bounds: dict[str, dict] = {}                                           # SSA (i1) -> {argument: {offsets}}
+    captured: list[str] = []
+    out = []
+
+    def merge(*names):
+        merged: dict = {}
+        for n in names:
+            for arg, offs in bounds.get(n, {}).items():
+                merged.setdefault(arg, set()).update(offs)
+        return merged
+
+    for line in lines:
+        m = _CONSTANT.match(line)
+        if m:
+            constants[m.group(1)] = int(m.group(2))
+            continue
+        if "ttg.warp_specialize(" in line:
+            captured = re.findall(r"%([\w.#]+)", line.split("ttg.warp_specialize(", 1)[1].split(")", 1)[0])
+            continue
+        m = _PARTITION.match(line)
+        if m:
+            for inner, outer in zip(re.findall(r"%([\w.#]+)\s*:", m.group(1)), captured):
+                if outer in affine:
+                    affine[inner] = affine[outer]
+                if outer in constants:
+                    constants[inner] = constants[outer]
+            continue
+        stripped = line.strip()
+        copy = re.match(r"^%[\w.#]+\s*=\s*ttg\.async_copy_global_to_local\s+(.*)$", stripped)
+        if copy:
+            body = copy.group(1).split(" loc(")[0].split(" : ")[0]
+            mask = re.search(r"\bmask\s+%([\w.#]+)", body)
+            out.append({"op": "load", "masked": mask is not None, "bounds": merge(mask.group(1)) if mask else {}})
+            continue
+        if stripped.startswith(("tt.store ", "tt.load ")) or re.match(r"^%[\w.#]+\s*=\s*tt\.load ", stripped):
+            op = "store" if stripped.startswith("tt.store") else "load"
+            operands = re.findall(r"%([\w.#]+)", stripped.split(" loc(")[0].split(" : ")[0].split("=", 1)[-1]
+                                  if op == "load" else stripped.split(" loc(")[0].split(" : ")[0])
+            mask = operands[2] if op == "store" and len(operands) > 2 else (
+                operands[1] if op == "load" and len(operands) > 1 else None)
+            out.append({"op": op, "masked": mask is not None, "bounds": merge(mask) if mask else {}})
+            continue
+        m = _TTGIR_OP.match(line)
+        if not m:
+            continue
+        result, op, rest = m.groups()
+        body = rest.split(" loc(")[0].split(" : ")[0]
+        if op == "arith.cmpi":
+            pred, _, body = body.partition(",")
+            pred = pred.strip()
+        operands = re.findall(r"%([\w.#]+)", body)
+        if op in _PASS_THROUGH and operands:
+            src = operands[0]
+            if src in affine:
+                affine[result] = affine[src]
+            if src in constants:
+                constants[result] = constants[src]
+            if src in bounds:
+                bounds[result] = bounds[src]
+        elif op in ("arith.addi", "arith.subi") and len(operands) == 2:
+            a, b = operands
+            sign = 1 if op == "arith.addi" else -1
+            if a in affine and b in constants:
+                affine[result] = (affine[a][0], affine[a][1] + sign * constants[b])
+            elif op == "arith.addi" and b in affine and a in constants:
+                affine[result] = (affine[b][0], affine[b][1] + constants[a])
+        elif op in ("arith.andi", "arith.ori") and len(operands) == 2:
+            if operands[0] in bounds or operands[1] in bounds:
+                bounds[result] = merge(*operands)
+        elif op == "arith.cmpi" and len(operands) == 2:
+            lhs, rhs = operands
+            if rhs in affine and lhs not in affine:
+                arg, c = affine[rhs]
+            elif lhs in affine and rhs not in affine:
+                arg, c = affine[lhs]
+                pred = _FLIP.get(pred, pred)
+            else:
+                continue
+            # index < arg + c, or index <= arg + c (that is, < arg + c + 1)
+            if pred in ("slt", "ult"):
+                bounds[result] = {arg: {c}}
+            elif pred in ("sle", "ule"):
+                bounds[result] = {arg: {c + 1}}
+    return out
+
+
 def _cuobjdump(cubin: bytes, *flags: str) -> str:
     tool = triton.knobs.nvidia.cuobjdump.path
     fd, path = tempfile.mkstemp(suffix=".cubin")
@@ -357,14 +506,57 @@ def _parse_amdgcn(text: str) -> list[Instruction]:
     return out
 
 
+class CourseToolError(Exception):
+    """The toolkit could not read what it must read (a tool's output changed): the course's bug, never a learner's
+    mistake, so it is not one of the errors the runner turns into a sentence."""
+
+
+def _ptxas_log(k: Compiled) -> str:
+    import contextlib
+    import io
+    import types
+
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    md = k.metadata
+    options = types.SimpleNamespace(enable_fp_fusion=md.enable_fp_fusion, ptx_options=md.ptx_options,
+                                    instrumentation_mode=getattr(md, "instrumentation_mode", ""))
+    backend = CUDABackend(target_named(k.target))
+    printed = io.StringIO()
+    with triton.knobs.nvidia.scope(), _captured_stderr():
+        triton.knobs.nvidia.dump_ptxas_log = True
+        with contextlib.redirect_stdout(printed):
+            cubin = backend.make_cubin(k.ptx, {}, options, backend.target.arch)
+    if cubin != k.asm["cubin"]:
+        raise CourseToolError(f"ptxas, run again on {k.kernel_name}'s PTX, gave another cubin than the compile did: "
+                              "its log would describe another binary")
+    return printed.getvalue()
+
+
+# ptxas -v: "    640 bytes stack frame, 1700 bytes spill stores, 1188 bytes spill loads"
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
 def _nvidia_resources(k: Compiled) -> dict:
     text = _cuobjdump(k.asm["cubin"], "--dump-resource-usage")
     m = re.search(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)", text)
     if not m:
-        raise RuntimeError(f"cuobjdump printed no resource usage for {k.kernel_name}:\n{text}")
+        raise CourseToolError(f"cuobjdump printed no resource usage for {k.kernel_name}:\n{text}")
     reg, stack, shared, local = map(int, m.groups())
-    return {"registers": reg, "stack_bytes": stack, "static_shared_bytes": shared,
-            "spill_bytes": local, "spill_stores": k.count_matching(r"STL\b"), "spill_loads": k.count_matching(r"LDL\b")}
+    spill_stores = spill_loads = 0
+    if stack:
+        # ptxas spills into the stack frame: a kernel whose frame is 0 bytes has spilled nothing, and only one with a
+        # frame needs ptxas's own count (a frame may also hold a call's saved registers or a local array).
+        # The entry function's own properties (a callee, where there is one, has its own block in the log).
+        name = re.escape(str(getattr(k.metadata, "name", k.kernel_name)))
+        frame = re.search(rf"Function properties for {name}\s*\n\s*" + _PTXAS_FRAME.pattern, k.ptxas_log)
+        if not frame or int(frame.group(1)) != stack:
+            raise CourseToolError(f"ptxas's log for {k.kernel_name} names no stack frame of {stack} bytes (cuobjdump's "
+                                  f"STACK):\n{k.ptxas_log}")
+        spill_stores, spill_loads = int(frame.group(2)), int(frame.group(3))
+    return {"registers": reg, "stack_bytes": stack, "static_shared_bytes": shared, "local_bytes": local,
+            "spill_bytes": spill_stores, "spill_load_bytes": spill_loads,
+            "local_stores": k.count_matching(r"STL\b"), "local_loads": k.count_matching(r"LDL\b")}
 
 
 def _amd_resources(text: str) -> dict:
@@ -530,7 +722,10 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
     The course's GPU runner carries a Triton without AMD's code generator; notebooks executed there read
     the gfx950 / gfx942 machine code that the full Triton produced for the very same kernel and options
     (``GLUON_COURSE_COMPILE_CACHE`` names the folder; any compile made with it set is stored there)."""
+    import io
+
     from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import PTXASError
 
     opts = {"num_warps": num_warps, **dict(options)}
     directory = os.environ.get("GLUON_COURSE_COMPILE_CACHE")
@@ -543,9 +738,13 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
             raise BackendMissing(f"this Triton install has no AMD backend, so {name} cannot be compiled for "
                                  f"{target} here; install the full triton==3.9.0 wheel to compile for AMD")
         return Compiled(name, target, *stored)
+    printed = io.StringIO()
     try:
-        with _captured_stderr() as diagnostics:
+        # Triton's make_cubin prints the whole PTX to stdout when ptxas fails: kept here, for PTXASError below.
+        with _captured_stderr() as diagnostics, contextlib.redirect_stdout(printed):
             compiled = triton.compile(source, target=target_named(target), options=opts)
+    except PTXASError as e:
+        raise _ptxas_failed(e, printed.getvalue(), source, name, target) from None
     except CompilationError as e:
         # A call into another @gluon.jit function wraps the callee's error in one with no message of its own (and a
         # warp-specialized partition wraps it twice, the outer one's message a source excerpt): the innermost error
@@ -577,9 +776,62 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
         raise CompileFailed(name, target, message, text + str(e), location=location.rstrip(":")) from None
     if diagnostics.text.strip():
         sys.stderr.write(diagnostics.text)
+    if printed.getvalue():
+        sys.stdout.write(printed.getvalue())
     if directory and target in AMD_TARGETS:
         _store(directory, key, compiled)
     return Compiled(name, target, compiled.asm, compiled.metadata)
+
+
+# ptxas's own sentence in a failed assembly: "ptxas-blackwell fatal   : (C7602) Insufficient registers (128) to ..."
+# or "ptxas kernel.ptx, line 5; error   : ...".
+_PTXAS_ERROR = re.compile(r"^ptxas[^:]*?(?:,\s*line\s+(\d+);)?\s*(?:fatal|error)\s*:\s*(.*)$")
+
+
+def _ptxas_failed(error, printed: str, source, name: str, target: str) -> CompileFailed:
+    """A PTXASError (ptxas refused the PTX Triton wrote) as a CompileFailed: ptxas's own first error, "ptxas: ..."
+    (never the PTX, the repro command or the temporary file), ending "(in a warp-specialized kernel)" where the kernel
+    calls gl.warp_specialize, located at the source line of the PTX instruction ptxas names (its .loc)."""
+    log = getattr(error, "error_message", "") or str(error)
+    sentence, ptx_line = "", None
+    for line in log.splitlines():
+        m = _PTXAS_ERROR.match(line.strip())
+        if m and "assembly aborted" not in m.group(2):
+            sentence, ptx_line = m.group(2).strip(), m.group(1)
+            break
+    sentence = sentence or "ptxas refused the PTX without saying why"
+    at = re.search(r"at line (\d+)", sentence)
+    ptx_line = int(ptx_line or (at.group(1) if at else 0))
+    # The PTX instruction's line means nothing to a learner: the source line it came from does.
+    sentence = re.sub(r" at line \d+ in function \w+", "", sentence)
+    start = printed.find(log)
+    ptx = printed[start + len(log):].split("\n" + "=" * 64)[0].lstrip("\n") if start >= 0 else ""
+    location = _ptx_source_line(ptx, ptx_line, source) if ptx and ptx_line else ""
+    fn = getattr(source, "fn", None)
+    if "warp_specialize" in (getattr(fn, "src", "") or ""):
+        sentence += " (in a warp-specialized kernel)"
+    return CompileFailed(name, target, f"ptxas: {sentence}", log, location=location)
+
+
+def _ptx_source_line(ptx: str, line: int, source) -> str:
+    """``file:line`` of the last ``.loc`` at or before PTX line ``line``; the file is the kernel's own when the
+    PTX names a file of the same name (a compile cached from another checkout names that checkout's path)."""
+    import inspect
+
+    lines = ptx.splitlines()
+    files = {m.group(1): m.group(2) for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]+)"', ptx, re.M)}
+    for text in reversed(lines[:line]):
+        m = re.match(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)", text)
+        if m and m.group(1) in files and int(m.group(2)) > 0:
+            path = files[m.group(1)]
+            try:
+                own = inspect.getsourcefile(source.fn.fn)
+            except (AttributeError, TypeError, OSError):
+                own = None
+            if own and os.path.basename(own) == os.path.basename(path):
+                path = own
+            return f"{path}:{m.group(2)}"
+    return ""
 
 
 @functools.lru_cache(maxsize=None)

@@ -28,9 +28,10 @@ def operands(M: int, N: int, K: int, seed: int = 0, b_layout: str = "row"):
     return a, b
 
 
-def check(launch, shapes, dtype: str = "bf16", b_layout: str = "row", tile=None) -> str | None:
+def check(launch, shapes, dtype: str = "bf16", b_layout: str = "row", tile=None, rule=None) -> str | None:
     """None when ``launch`` computes C = A·B exactly on every shape, writing each element once; else one sentence.
-    ``tile`` (BLOCK_M, BLOCK_N) lets the sentence name the tile of C that went wrong."""
+    ``tile`` (BLOCK_M, BLOCK_N) lets the sentence name the tile of C that went wrong. ``rule(programs)``, when given,
+    reads the programs' traces (the order of events the kernel's own code produced) and returns None or a sentence."""
     gl_dtype = _gl_dtype(dtype)
     for M, N, K in shapes:
         where = f"in the host model, {M}×{N}×{K} {dtype}"
@@ -39,7 +40,7 @@ def check(launch, shapes, dtype: str = "bf16", b_layout: str = "row", tile=None)
         b_buf = Buffer("B", b.T.copy() if b_layout == "col" else b, gl_dtype)
         c_buf = Buffer("C", np.zeros((M, N), np.float32), gl_dtype, poison=True)
         try:
-            launch(a_buf, b_buf, c_buf, M, N, K)
+            programs = launch(a_buf, b_buf, c_buf, M, N, K)
         except ModelUnsupported:
             raise
         except ModelError as e:
@@ -57,6 +58,41 @@ def check(launch, shapes, dtype: str = "bf16", b_layout: str = "row", tile=None)
                     at += f", in tile ({i // tile[0]}, {j // tile[1]}) of C"
                 detail = (f": got {got[i, j]:g}, expected {want[i, j]:g}" if problem == "wrong" else "")
                 return f"{where}: {int(mask.sum())} element(s) of C {problem}; the first is {at}{detail}"
+        problem = rule(programs) if rule is not None else None
+        if problem:
+            return f"{where}: {problem}"
+    return None
+
+
+def store_overlaps_next_tile(programs) -> str | None:
+    """The TMA-store epilogue's point (lesson 19): a tile's ``tma.async_store`` is still running while the next tile's
+    products start. In each partition's own order of events, the ``tma.store_wait`` that retires a store must come
+    after the next wgmma (when there is a next one): a wait before it leaves nothing for the store to overlap.
+
+    This reads the order the kernel's Python produced in the model, not the listing: in the machine code the next
+    tile's HGMMAs sit at lower addresses than the store (the tile loop's back edge lies between them), so "between the
+    store and the next tile's products" is a question of control flow, which the listing's addresses do not answer."""
+    for prog in programs:
+        events = prog.trace
+        for at, event in enumerate(events):
+            if event["what"] != "tma store":
+                continue
+            who = event["partition"]
+            mine = [e for e in events[at + 1:] if e["partition"] == who]
+            newer = 0
+            for e in mine:
+                if e["what"] == "tma store":
+                    newer += 1
+                elif e["what"] == "wgmma":
+                    break                       # the next tile's products started with the store in flight
+                elif e["what"] == "tma store wait" and newer >= e["depth"]:
+                    if any(later["what"] == "wgmma" for later in mine[mine.index(e):]):
+                        tile = ", ".join(str(c) for c in event.get("coord", []))
+                        return (f"program {prog.pid[0]}, {who}: the TMA store of C's tile at ({tile}) is waited for "
+                                f"(tma.store_wait({e['depth']})) before the next tile's first wgmma, so it never "
+                                "overlaps the next tile's products; wait for it only when its buffer is needed again, "
+                                "just before the next tile writes it")
+                    break
     return None
 
 
@@ -77,11 +113,10 @@ def tma_launch(kernel, tile: dict, grid, constexprs: dict, dtype: str = "bf16", 
         if c_descriptor:
             c_block = [BM, BN]
             c_desc = HostTensorDescriptor(c_buf, c_block, gl.NVMMASharedLayout.get_default_for(c_block, gl_dtype))
-            run_kernel(kernel, grid(M, N), a_desc, b_desc, c_desc, M, N, K, num_warps=num_warps,
-                       **{**tile, **constexprs})
-        else:
-            run_kernel(kernel, grid(M, N), a_desc, b_desc, Pointer(c_buf), M, N, K, N, 1, num_warps=num_warps,
-                       **{**tile, **constexprs})
+            return run_kernel(kernel, grid(M, N), a_desc, b_desc, c_desc, M, N, K, num_warps=num_warps,
+                              **{**tile, **constexprs})
+        return run_kernel(kernel, grid(M, N), a_desc, b_desc, Pointer(c_buf), M, N, K, N, 1, num_warps=num_warps,
+                          **{**tile, **constexprs})
     return launch
 
 
@@ -92,7 +127,7 @@ def pointer_launch(kernel, tile: dict, grid, constexprs: dict, num_warps: int = 
         args = (Pointer(a_buf), Pointer(b_buf), Pointer(c_buf), M, N, K)
         if strides:
             args += (K, 1, N, 1, N, 1)
-        run_kernel(kernel, grid(M, N), *args, num_warps=num_warps, **{**tile, **constexprs})
+        return run_kernel(kernel, grid(M, N), *args, num_warps=num_warps, **{**tile, **constexprs})
     return launch
 
 

@@ -91,6 +91,7 @@ class SlotState:
     pending_write: tuple | None = None          # ("tma", barrier, phase) or ("cp.async", partition, group)
     async_reads: dict = field(default_factory=dict)   # (kind, partition id, group) -> what reads it
     written_by_threads: bool = False            # a generic-proxy write (smem.store) not yet fenced
+    ever_written: bool = False                  # a copy or a store has ever written the slot (else it holds NaN)
 
 
 class SharedRoot:
@@ -152,6 +153,7 @@ class Partition:
     store_groups: list = field(default_factory=list)   # TMA stores not yet waited: [(id, slot)]
     unbarriered_stores: bool = False                   # global stores by the threads since the partition's barrier
     next_group: int = 0
+    last_wait: dict | None = None                      # this partition's last mbarrier wait: barrier, parity, ...
     blocked_on: str = ""
     ready: object = None
     done: bool = False

@@ -267,7 +267,7 @@ class Shared:
         check_write(self, "the threads' own store (smem.store)")
         self.view()[...] = round_to(np.broadcast_to(np.asarray(value), self.view().shape), self.root.dtype)
         for st in self.states():
-            st.written_by_threads = True
+            st.written_by_threads = st.ever_written = True
         program().log(current(), "smem.store", slot=self.name())
 
 
@@ -656,6 +656,8 @@ def mbarrier_wait(mbarrier, phase, pred=True, deps=()):
     bar, me = _barrier(mbarrier), current()
     _require_initialised(bar)
     parity = int(np.asarray(value_of(phase))) & 1
+    me.last_wait = {"barrier": bar.name, "parity": parity, "completed": bar.completed,
+                    "blocked": (bar.completed & 1) == parity}
     if (bar.completed & 1) == parity:
         program().log(me, "wait blocks", barrier=bar.name, parity=parity, seen=bar.completed)
         block_until(lambda: (bar.completed & 1) != parity,
@@ -737,7 +739,7 @@ def tma_async_load(tensor_desc, coord, barrier, result, pred=True, multicast=Fal
     check_write(result, "a TMA copy")
     result.view()[...] = tensor_desc.box(coord)
     for st in result.states():
-        st.pending_write = ("tma", bar, bar.completed)
+        st.pending_write, st.ever_written = ("tma", bar, bar.completed), True
     nbytes = tensor_desc.block_type.nbytes
     if bar.expects == 0:
         raise ModelError(
@@ -798,7 +800,7 @@ def cp_async_load(smem, pointer, mask=None, *args, **kwargs):
     values = np.where(mask_b, pointer.buffer.read(offsets, mask_b), 0.0)      # masked-off elements: zero-filled
     smem.view()[...] = values
     for st in smem.states():
-        st.pending_write = ("cp.async", me, None)
+        st.pending_write, st.ever_written = ("cp.async", me, None), True
         me.cp_uncommitted.append(st)
     program().log(me, "cp.async", slot=smem.name())
 
@@ -835,8 +837,28 @@ def cp_wait_group(num_outstanding=0, kind="cp.async"):
 
 # -- wgmma -----------------------------------------------------------------------------------------
 
+def _never_written(view: Shared, reader: str) -> None:
+    """A slot read by wgmma that no copy or store has ever written: say why, from the reader's last wait."""
+    if all(st.ever_written for st in view.states()):
+        return
+    me = current()
+    w = me.last_wait
+    if w is not None and w["parity"] == 1 and not w["blocked"] and w["completed"] == 0:
+        raise ModelRace(
+            f"{reader} reads {view.name()} before any copy into it was issued: the {me.name}'s wait on {w['barrier']} "
+            "with parity 1 returned at once (on a fresh barrier parity 1 names the phase before phase 0, which counts "
+            "as complete). That parity is a trip behind: it waits for the slot's copy of the previous trip, so on a "
+            "GPU every slot is read one trip early (the first trip's reads wait for nothing, each later one only for "
+            "the copy STAGES steps before): wrong numbers, or a hang when a copy lands before its wait. The "
+            "consumers' parity on trip r is r & 1, (step // STAGES) & 1; the ^ 1 belongs to the producer's wait on "
+            "empty, whose first trip must not wait")
+    raise ModelRace(f"{reader} reads {view.name()}, into which no copy was ever issued: is a wait missing before it, "
+                    "or does the slot it reads run ahead of the copies?")
+
+
 def _operand(x, reader: str):
     if isinstance(x, Shared):
+        _never_written(x, reader)
         check_read(x, reader, async_proxy=True)
         return x.view()
     return np.asarray(value_of(x, "multiplies"))

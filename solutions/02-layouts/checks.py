@@ -1,5 +1,6 @@
 """Lesson 02's checks: the R sweep's machine code, the mask, correctness on odd sizes, and the measured sweep."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks, Reference
+from gluon_course.grading.gemm import access_masks_problem
 from gluon_course.machine import compile_cached, warp_size
 from gluon_course.measure import Measurement
 from gluon_course.measure.copies import check_copy, copy_figure
@@ -64,10 +65,13 @@ def unaligned_numel_loses_vectors(mod):
 
 def masked_by_numel(mod):
     """The tail mask is visible in the compiled code: numel must reach a comparison."""
-    if "numel" not in compiled(mod, "sm_90", 4).compared_arguments():
+    k = compiled(mod, "sm_90", 4)
+    if "numel" not in k.compared_arguments():
         return ("numel is never compared with the offsets: without the mask the last tile reads and writes past "
                 "the end of the tensor (mask = offsets < numel)")
-    return None
+    # Each access's own mask, exactly offsets < numel: a masked load does not mask the store.
+    return (access_masks_problem(k, "load", ("numel",), "the load")
+            or access_masks_problem(k, "store", ("numel",), "the store"))
 
 
 def blackwell_r4(mod):

@@ -15,6 +15,12 @@ PLANTS = [
           "        warp_bases=[[warp_size << i] for i in range(num_warps.bit_length() - 1)],\n"
           "        block_bases=[], shape=[R * warp_size * num_warps])",
           rejected_by="r_sweep_sm_90", gpu=False),
+    Plant("the load is masked, the store is not: the last tile writes past the end of out (numel reaches the load's "
+          "mask, which is all the check once asked)",
+          "gl.store(out_ptr + offsets, values, mask=mask)", "gl.store(out_ptr + offsets, values)",
+          rejected_by="masked_by_numel", gpu=False),
+    Plant("off-by-one mask, caught on the CPU: offsets <= numel lets one element past the end through",
+          "mask = offsets < numel", "mask = offsets <= numel", rejected_by="masked_by_numel", gpu=False),
     Plant("off-by-one mask: writes one element past the end",
           "mask = offsets < numel", "mask = offsets <= numel",
           rejected_by="exact_every_r", gpu=True),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks, Passed, Reference
+from gluon_course.grading.gemm import access_masks_problem
 from gluon_course.machine import compile_cached, warp_size
 from gluon_course.measure import Measurement, random_tensor
 from gluon_course.measure.copies import check_copy, copy_figure, empty_like_strides
@@ -145,11 +146,14 @@ def blackwell(mod):
 
 def masked_on_both_axes(mod):
     """Both bounds are visible in the compiled code: M and N must each reach a comparison."""
-    missing = {"M", "N"} - compiled(mod, "sm_90", ROW_MAJOR, 1).compared_arguments()
+    k = compiled(mod, "sm_90", ROW_MAJOR, 1)
+    missing = {"M", "N"} - k.compared_arguments()
     if missing:
         return (f"{' and '.join(sorted(missing))} never compared with the indices: the mask must cover both axes, "
                 "or the last tiles of a row or a column read and write outside the tensor")
-    return None
+    # Each access's own mask, exactly rows < M and columns < N: a masked load does not mask the store.
+    return (access_masks_problem(k, "load", ("M", "N"), "the load")
+            or access_masks_problem(k, "store", ("M", "N"), "the store"))
 
 
 # -- GPU checks ------------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import torch
 from triton.experimental.gluon import language as gl
 
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks, Reference
+from gluon_course.grading.gemm import access_masks_problem
 from gluon_course.machine import ASSERT_TRIVIAL_REFUSED, CompileFailed, compile_cached, warp_size
 from gluon_course.machine.occupancy import occupancy_of
 from gluon_course.measure import Measurement, bench_ms, compare, copy_ceiling_tbs, poison, random_tensor, tbs
@@ -192,7 +193,9 @@ def masked_on_both_axes(mod):
     missing = {"M", "N"} - k.compared_arguments()
     if missing:
         return f"{' and '.join(sorted(missing))} never compared with the indices: the masks must cover both axes"
-    return None
+    # Each access's own mask, exactly rows < M and columns < N: a masked load does not mask the store.
+    return (access_masks_problem(k, "load", ("M", "N"), "the load")
+            or access_masks_problem(k, "store", ("M", "N"), "the store"))
 
 
 # -- GPU checks -----------------------------------------------------------------------------------

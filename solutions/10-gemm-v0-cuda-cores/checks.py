@@ -7,7 +7,7 @@ import subprocess
 import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_measure, refuses
+from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_masks_problem, gemm_measure, refuses
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
@@ -91,12 +91,9 @@ def fma_signature(target: str):
 
 
 def masks_m_n_k(mod):
-    """M, N and K must each reach a comparison: rows past M, columns past N and the K tail are masked."""
-    missing = {"M", "N", "K"} - compiled(mod, "sm_90").compared_arguments()
-    if missing:
-        return (f"{', '.join(sorted(missing))} never reach a comparison: a mask is missing (rows < M for A and C, "
-                "columns < N for B and C, k + offs_k < K for the K tail of A and B)")
-    return None
+    """Each access's own mask (TTGIR): A's and B's loads by their K tail and rows < M or columns < N, C's store by
+    rows < M and columns < N, every bound exact."""
+    return gemm_masks_problem(compiled(mod, "sm_90"))
 
 
 def operands_broadcast(mod):
@@ -237,17 +234,20 @@ CHECKS = LessonChecks(
     teaches="a register tile of C per thread, a K loop of fp32 FMAs (`gl.dot_fma`) on the CUDA cores, why it is "
             "issue- and memory-bound",
     machine_code=[
-        Check("fma_sm_90", "sm_90: 512 FFMA per K-step in the loop, the bf16/fp16 upcasts, 16-byte loads, no HMMA; "
-              "177 / 193 registers, no spills", fma_signature("sm_90"), target="sm_90"),
-        Check("fma_sm_100", "sm_100: the same 512 FMAs as 256 paired FFMA2, no tensor-core instruction; 188 / 190 "
-              "registers, no spills", fma_signature("sm_100"), target="sm_100"),
-        Check("masks_m_n_k", "sm_90: M, N and K each reach a mask (rows, columns, the K tail)", masks_m_n_k,
+        Check("fma_sm_90", "sm_90, at the course's tile 128×128×8 (8 × 8 register tile, 8 warps): 512 FFMA per K-step "
+              "in the loop, the bf16/fp16 upcasts, 16-byte loads, no HMMA; 177 / 193 registers, no "
+              "spills", fma_signature("sm_90"), target="sm_90"),
+        Check("fma_sm_100", "sm_100, at the course's tile: the same 512 FMAs as 256 paired FFMA2, no tensor-core "
+              "instruction; 188 / 190 registers, no spills", fma_signature("sm_100"), target="sm_100"),
+        Check("masks_m_n_k", "sm_90, at the course's tile: each load's mask bounds its K tail (< K) and its rows < M "
+              "(A) or columns < N (B), the store's rows < M and columns < N", masks_m_n_k,
               target="sm_90"),
-        Check("operands_broadcast", "each thread holds its 8 rows of A and 8 columns of B for the whole K-step "
-              "(32 registers each)", operands_broadcast),
+        Check("operands_broadcast", "fma_layouts at the course's tile: each thread holds its 8 rows of A and 8 columns "
+              "of B for the whole K-step (32 registers each)", operands_broadcast),
         Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
               KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
-        Check("host_model", "in the host model (no GPU): C exact on odd shapes, each element written once, every read inside A and B", model),
+        Check("host_model", "in the host model (no GPU, at the course's tile): C exact on odd shapes, each element "
+              "written once, every read inside A and B", model),
     ],
     correctness=[
         Check("exact_on_odd_shapes", "C = A·B within the fp32-accumulation tolerance on odd shapes, bf16 and fp16 "

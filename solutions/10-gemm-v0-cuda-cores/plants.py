@@ -21,6 +21,23 @@ PLANTS = [
           "        a_mask = offs_am[:, None] < M\n"
           "        b_mask = offs_bn[None, :] < N",
           rejected_by="masks_m_n_k", gpu=False),
+    Plant("B's K tail unmasked (A's is), caught on the CPU: B's load has its own mask, which never compares K (the "
+          "check once read the whole kernel's comparisons, where A's mask holds K)",
+          "        # The last step may run past K: those columns of A and rows of B load as 0 and add nothing.\n"
+          "        a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)\n"
+          "        b_mask = ((k + offs_bk)[:, None] < K) & (offs_bn[None, :] < N)",
+          "        # The last step may run past K: those columns of A and rows of B load as 0 and add nothing.\n"
+          "        a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)\n"
+          "        b_mask = offs_bn[None, :] < N", rejected_by="masks_m_n_k", gpu=False),
+    Plant("the store's column bound a tile too far (N + BLOCK_N), caught on the CPU: the mask compares N, but lets "
+          "BLOCK_N columns past C's last one through",
+          "    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn\n"
+          "    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)\n"
+          "    gl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)\n\n\n# 128 × 128 tile",
+          "    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn\n"
+          "    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N + BLOCK_N)\n"
+          "    gl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)\n\n\n# 128 × 128 tile",
+          rejected_by="masks_m_n_k", gpu=False),
     # ---- caught on a GPU ----
     Plant("B's K tail unmasked (A's is): the products of the zeros of A with whatever lies past B's last row",
           "        # The last step may run past K: those columns of A and rows of B load as 0 and add nothing.\n"

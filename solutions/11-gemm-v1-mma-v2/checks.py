@@ -3,8 +3,8 @@ it, the masks; correctness and the sanitizer on a GPU; TFLOPS against cuBLAS, an
 import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_measure, refuses
-from gluon_course.grading.gemm_kernel import GemmKernel
+from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_masks_problem, gemm_measure, refuses
+from gluon_course.grading.gemm_kernel import GemmKernel, spill_sentence
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
 from gluon_course.measure.gemm import check_gemm, gemm_inputs, library_tflops
@@ -26,8 +26,10 @@ def signature(dtype: str) -> dict:
 
 
 def compiled(mod, target: str, dtype: str = "bf16", config: dict | None = None):
-    """matmul_kernel compiled for ``target`` with the module's own layouts and CONFIG (or ``config``)."""
-    cfg = {**mod.CONFIG, **(config or {})}
+    """matmul_kernel compiled for ``target`` with the module's own layouts at the course's tile (COURSE_TILE; ``config``
+    changes some of it), so that a learner's CONFIG cannot move the counts the checks assert: config_fits compiles
+    the learner's CONFIG."""
+    cfg = {**COURSE_TILE, **(config or {})}
     num_warps, warps_m = cfg.pop("num_warps"), cfg.pop("warps_m")
     acc_layout, a_layout, b_layout = mod.mma_layouts(num_warps, warps_m, DTYPES[dtype].itemsize)
     constexprs = {**cfg, "acc_layout": acc_layout, "a_layout": a_layout, "b_layout": b_layout,
@@ -41,9 +43,9 @@ def _layouts(mod, cfg, dtype):
     return {"acc_layout": acc_layout, "a_layout": a_layout, "b_layout": b_layout}
 
 
-# The solution's CONFIG: what the launcher passes besides the tile is the three mma.sync layouts.
-KERNEL = GemmKernel("pointer", constexprs=_layouts,
-                    fixed={"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "warps_m": 2})
+# The solution's CONFIG, the course's tile: what the launcher passes besides the tile is the three mma.sync layouts.
+COURSE_TILE = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "warps_m": 2}
+KERNEL = GemmKernel("pointer", constexprs=_layouts, fixed=COURSE_TILE)
 
 
 def model(mod):
@@ -51,7 +53,8 @@ def model(mod):
 
 
 def compiled_peak(mod, target: str, dtype: str = "bf16"):
-    cfg = dict(mod.PEAK_CONFIG)
+    """mma_peak_kernel at the course's tile (the solution's PEAK_CONFIG is its CONFIG)."""
+    cfg = dict(COURSE_TILE)
     num_warps, warps_m = cfg.pop("num_warps"), cfg.pop("warps_m")
     acc_layout, a_layout, b_layout = mod.mma_layouts(num_warps, warps_m, DTYPES[dtype].itemsize)
     return compile_cached(mod.mma_peak_kernel, target,
@@ -143,19 +146,17 @@ def no_spills(mod):
     for target in ("sm_90", "sm_100"):
         k = compiled(mod, target, "bf16")
         r = k.resources
-        if r["spill_bytes"] or r["stack_bytes"] or r["spill_stores"]:
-            return (f"{target}: {k.registers} registers, {r['stack_bytes']} stack bytes, {r['spill_stores']} STL: "
-                    "the tile's registers do not fit, values go to local memory")
+        if k.spills:
+            return f"{target}: {spill_sentence(k)}: the tile's registers do not fit, values go to local memory"
+        if r["stack_bytes"] or r["local_stores"]:
+            return (f"{target}: {k.registers} registers, a {r['stack_bytes']}-byte stack frame, {r['local_stores']} "
+                    "STL (no spills): the kernel keeps values in local memory; every value should live in registers")
     return None
 
 
 def masked_by_m_n_k(mod):
-    compared = compiled(mod, "sm_90", "bf16").compared_arguments()
-    missing = {"M", "N", "K"} - compared
-    if missing:
-        return (f"{', '.join(sorted(missing))} never reach a comparison: without those masks the last tiles read "
-                "past A and B and write past C (mask rows with M, columns with N, and the K tail with K)")
-    return None
+    """Each access's own mask: the loads by their K tail and rows < M or columns < N, the store by both edges."""
+    return gemm_masks_problem(compiled(mod, "sm_90", "bf16"))
 
 
 def peak_loop_is_pure_mma(mod):
@@ -235,23 +236,29 @@ CHECKS = LessonChecks(
     teaches="`mma_v2` (mma.sync) with `NVMMADistributedLayout` and `DotOperandLayout`, `k_width`, operands loaded "
             "from global memory straight into registers, and what mma.sync reaches on Hopper",
     machine_code=[
-        Check("operand_layouts", "mma_layouts: accumulator m16n8 over the warps; A and B with k_width 4 (8 bytes of "
-              "K per thread and row)", operand_layouts),
-        Check("mma_sm_90", f"sm_90: {EXPECTED['mma_per_k_step']} HMMA.16816.F32.BF16 (bf16) / HMMA.16816.F32 (fp16) "
-              "per K-step, all in the loop, no FFMA there", _mma("sm_90"), target="sm_90"),
-        Check("loads_sm_90", "sm_90: 16 × LDG.E.64 for A, 32 × LDG.E.U16 for B per K-step, 32 × STG.E for C; no "
-              "shared memory", _loads("sm_90"), target="sm_90"),
-        Check("mma_sm_100", "sm_100: the same HMMA counts, all in the loop", _mma("sm_100"), target="sm_100"),
-        Check("loads_sm_100", "sm_100: the same loads and stores, no shared memory", _loads("sm_100"),
+        Check("operand_layouts", "mma_layouts for the course's 4 warps (2 along M) and 2-byte elements: accumulator "
+              "m16n8 over the warps; A and B with k_width 4 (8 bytes of K per thread and row)", operand_layouts),
+        Check("mma_sm_90", f"sm_90, at the course's tile 128×64×32 (4 warps, 2 along M): {EXPECTED['mma_per_k_step']} "
+              "HMMA.16816.F32.BF16 (bf16) / HMMA.16816.F32 (fp16) per K-step, all in the loop, no FFMA "
+              "there", _mma("sm_90"), target="sm_90"),
+        Check("loads_sm_90", "sm_90, at the course's tile: 16 × LDG.E.64 for A, 32 × LDG.E.U16 for B per K-step, 32 × "
+              "STG.E for C; no shared memory", _loads("sm_90"), target="sm_90"),
+        Check("mma_sm_100", "sm_100, at the course's tile: the same HMMA counts, all in the "
+              "loop", _mma("sm_100"), target="sm_100"),
+        Check("loads_sm_100", "sm_100, at the course's tile: the same loads and stores, no shared "
+              "memory", _loads("sm_100"),
               target="sm_100"),
-        Check("no_spills", "the 128 × 64 tile fits in registers on sm_90 and sm_100 (no local memory)", no_spills),
-        Check("masked_by_m_n_k", "sm_90: the masks compare with M, N and K", masked_by_m_n_k, target="sm_90"),
-        Check("peak_loop_pure_mma", "sm_90: mma_peak_kernel's loop holds only the HMMAs", peak_loop_is_pure_mma,
+        Check("no_spills", "at the course's tile 128×64×32 the kernel fits in registers on sm_90 and sm_100 (no "
+              "spills, no stack frame)", no_spills),
+        Check("masked_by_m_n_k", "sm_90, at the course's tile: each load's mask bounds its K tail and its rows < M (A) "
+              "or columns < N (B), the store's rows < M and columns < N", masked_by_m_n_k, target="sm_90"),
+        Check("peak_loop_pure_mma", "sm_90, at the course's tile: mma_peak_kernel's loop holds only the "
+              "HMMAs", peak_loop_is_pure_mma,
               target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
               KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
-        Check("host_model", "in the host model (no GPU): C exact on odd shapes, each element written once, every read "
-              "inside A and B", model),
+        Check("host_model", "in the host model (no GPU, at the course's tile): C exact on odd shapes, each element "
+              "written once, every read inside A and B", model),
     ],
     correctness=[
         Check("exact_odd_shapes", "matmul is exact to the stated tolerance on odd shapes, bf16 and fp16 (poisoned, "

@@ -8,7 +8,8 @@ import math
 import torch
 
 from gluon_course.grading import Check, Expectation, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import FIRST_RUN, around_first_run, empty_operands, gemm_measure, refuses
+from gluon_course.grading.gemm import (FIRST_RUN, around_first_run, empty_operands, gemm_masks_problem, gemm_measure,
+                                       refuses)
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
@@ -21,6 +22,7 @@ from gluon_course.memory.layouts import to_linear
 # -- compiling the kernel as a launch of an 8192³ problem would ------------------------------------
 
 NUM_WARPS, WARPS_M = 4, 2
+COURSE_TILE = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32}
 RUNTIME = {"a_ptr": "*{t}", "b_ptr": "*{t}", "c_ptr": "*{t}", "M": "i32", "N": "i32", "K": "i32",
            "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
 # A launch specializes integer arguments equal to 1 into constants: the unit strides of row-major A, B and C.
@@ -30,8 +32,9 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def tile(mod) -> dict:
-    """BLOCK_M, BLOCK_N, BLOCK_K of the module's CONFIG (128, 64, 32: version 1's tile)."""
-    return {name: mod.CONFIG[name] for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+    """BLOCK_M, BLOCK_N, BLOCK_K of the course's tile (128, 64, 32: version 1's tile, the solution's CONFIG): the
+    checks assert counts at it, whatever a learner's CONFIG says (config_fits compiles that)."""
+    return {name: COURSE_TILE[name] for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
 
 
 def shapes(mod):
@@ -105,12 +108,8 @@ def machine_code(target: str):
 
 
 def masks_compare_m_n_k(mod):
-    compared = compiled(mod).compared_arguments()
-    missing = {"M", "N", "K"} - compared
-    if missing:
-        return (f"{', '.join(sorted(missing))} never reach a comparison: the loads or the store lack the mask for "
-                "the edge tiles (rows past M, columns past N, the K tail)")
-    return None
+    """Each access's own mask: the loads by their K tail and rows < M or columns < N, the store by both edges."""
+    return gemm_masks_problem(compiled(mod))
 
 
 def coalesced_layout_vectors(mod):
@@ -292,25 +291,26 @@ CHECKS = LessonChecks(
     teaches="coalesced tile loads staged through shared memory, ldmatrix into mma_v2, swizzled vs plain shared "
             "layouts (ldmatrix bank conflicts predicted and counted)",
     machine_code=[
-        Check("machine_code_sm_90", "sm_90: 6× LDG.E.128, 6× STS.128, 2× BAR.SYNC, 8× LDSM.16.M88.4 (A), "
-              "4× LDSM.16.MT88.4 (B), 32× HMMA.16816.F32.BF16 (.F32 for fp16), all in the K loop; "
-              "12288 shared bytes, no spills", machine_code("sm_90"), target="sm_90"),
-        Check("machine_code_sm_100", "sm_100: the same instructions and counts (bf16 and fp16), all in the K loop, "
-              "12288 shared bytes, no spills",
+        Check("machine_code_sm_90", "sm_90, at the course's tile 128×64×32 (4 warps, 2 along M): 6× LDG.E.128, 6× "
+              "STS.128, 2× BAR.SYNC, 8× LDSM.16.M88.4 (A), 4× LDSM.16.MT88.4 (B), 32× HMMA.16816.F32.BF16 (.F32 for "
+              "fp16), all in the K loop; 12288 shared bytes, no spills", machine_code("sm_90"), target="sm_90"),
+        Check("machine_code_sm_100", "sm_100, at the course's tile: the same instructions and counts (bf16 and fp16), "
+              "all in the K loop, 12288 shared bytes, no spills",
               machine_code("sm_100"), target="sm_100"),
-        Check("masks_compare_m_n_k", "sm_90: the masks compare M, N and K (edge tiles and the K tail)",
+        Check("masks_compare_m_n_k", "sm_90, at the course's tile: each load's mask bounds its K tail and its rows < M "
+              "(A) or columns < N (B), the store's rows < M and columns < N",
               masks_compare_m_n_k, target="sm_90"),
-        Check("coalesced_layout_vectors", "coalesced_layout gives each thread a 16-byte vector along a row, the lanes "
-              "continuing along it", coalesced_layout_vectors),
-        Check("ldmatrix_conflict_free", "sm_90: the shared layouts let every ldmatrix read an 8 × 8 matrix in one "
-              "wavefront (4 per LDSM.x4, predicted from the layouts and from the compiled addresses); stores "
-              "conflict-free", ldmatrix_conflict_free, target="sm_90"),
-        Check("plain_costs_wavefronts", "sm_90: the plain layout compiles to the same memory instructions (+16 PRMT) at "
-              "16 wavefronts per LDSM", plain_costs_wavefronts, target="sm_90"),
+        Check("coalesced_layout_vectors", "coalesced_layout (4 warps; tiles 128×32, 32×64, 64×128, 16×256) gives each "
+              "thread a 16-byte vector along a row, the lanes continuing along it", coalesced_layout_vectors),
+        Check("ldmatrix_conflict_free", "sm_90, at the course's tile: the shared layouts let every ldmatrix read an 8 "
+              "× 8 matrix in one wavefront (4 per LDSM.x4, predicted from the layouts and from the compiled "
+              "addresses); stores conflict-free", ldmatrix_conflict_free, target="sm_90"),
+        Check("plain_costs_wavefronts", "sm_90, at the course's tile: the plain layout compiles to the same memory "
+              "instructions (+16 PRMT) at 16 wavefronts per LDSM", plain_costs_wavefronts, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
               KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
-        Check("host_model", "in the host model (no GPU): C exact on odd shapes, each element written once, every read "
-              "inside A and B", model),
+        Check("host_model", "in the host model (no GPU, at the course's tile): C exact on odd shapes, each element "
+              "written once, every read inside A and B", model),
     ],
     correctness=[
         Check("gemm_correct", "matmul is within tolerance on odd shapes, bf16 and fp16, swizzled and plain (one "

@@ -8,7 +8,7 @@ import torch
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Figure, LessonChecks, Passed, Reference
 from gluon_course.grading.counts import mismatch
-from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_measure, refuses
+from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_masks_problem, gemm_measure, refuses
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure.gemm import GEMM_ODD_SHAPES, check_gemm, gemm_inputs
@@ -148,11 +148,8 @@ def registers_fit(mod):
 
 
 def masked_by_m_n_k(mod):
-    missing = {"M", "N", "K"} - compiled(mod).compared_arguments()
-    if missing:
-        return (f"{', '.join(sorted(missing))} never compared: the copies need masks for rows past M, columns past N "
-                "and the K tail (masked-off vectors are filled with zeros)")
-    return None
+    """Each copy's own mask (masked-off vectors are zero-filled) and the store's, every bound exact."""
+    return gemm_masks_problem(compiled(mod))
 
 
 def register_path_for_odd_rows(mod):
@@ -241,23 +238,30 @@ CHECKS = LessonChecks(
     teaches="`cp.async` into a ring of shared buffers: `async_load`, `commit_group`, `wait_group`, prefetch "
             "distance STAGES − 1, the alignment cp.async needs",
     machine_code=[
-        Check("pipeline_sm_90", "sm_90: 24 × LDGSTS.E.BYPASS.128, 3 commits, 2 waits, 64 HMMA, 16 LDSM, no LDG "
-              "(bf16 and fp16)", _pipeline("sm_90"), target="sm_90"),
-        Check("copies_in_loop_sm_90", "sm_90: each loop iteration copies one tile (8 LDGSTS) while 64 HMMA compute",
+        Check("pipeline_sm_90", "sm_90, at the course's tile 128×128×32 (4 warps, STAGES 3): 24 × LDGSTS.E.BYPASS.128, "
+              "3 commits, 2 waits, 64 HMMA, 16 LDSM, no LDG (bf16 and fp16)", _pipeline("sm_90"), target="sm_90"),
+        Check("copies_in_loop_sm_90", "sm_90, at the course's tile: each loop iteration copies one tile (8 LDGSTS) "
+              "while 64 HMMA compute",
               copies_overlap_the_loop, target="sm_90"),
-        Check("wait_depth_sm_90", "sm_90: the loop waits with DEPBAR.LE SB0, STAGES−2 (STAGES = 2, 3, 4)", wait_depth,
+        Check("wait_depth_sm_90", "sm_90, at the course's tile: the loop waits with DEPBAR.LE SB0, STAGES−2 (STAGES = "
+              "2, 3, 4)", wait_depth,
               target="sm_90"),
-        Check("ring_bytes_sm_90", "sm_90: shared memory = STAGES × 16 KiB, LDGSTS = 8 × STAGES (STAGES = 2, 3, 4)",
+        Check("ring_bytes_sm_90", "sm_90, at the course's tile: shared memory = STAGES × 16 KiB, LDGSTS = 8 × STAGES "
+              "(STAGES = 2, 3, 4)",
               ring_bytes, target="sm_90"),
-        Check("masked_mnk", "sm_90: M, N and K all reach a mask", masked_by_m_n_k, target="sm_90"),
-        Check("register_path_sm_90", "sm_90: rows cp.async cannot copy compile to plain loads",
+        Check("masked_mnk", "sm_90, at the course's tile: each cp.async copy's mask bounds its K tail and its rows < M "
+              "(A) or columns < N (B), the store's rows < M and columns < N", masked_by_m_n_k, target="sm_90"),
+        Check("register_path_sm_90", "sm_90, at the course's tile: rows cp.async cannot copy compile to plain loads",
               register_path_for_odd_rows, target="sm_90"),
-        Check("pipeline_sm_100", "sm_100: the same pipeline (bf16 and fp16)", _pipeline("sm_100"), target="sm_100"),
-        Check("registers", "under 255 registers and no spills (sm_90, sm_100)", registers_fit, target="sm_90"),
+        Check("pipeline_sm_100", "sm_100, at the course's tile: the same pipeline (bf16 and "
+              "fp16)", _pipeline("sm_100"), target="sm_100"),
+        Check("registers", "at the course's tile: under 255 registers and no spills (sm_90, "
+              "sm_100)", registers_fit, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
               KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
-        Check("host_model", "in the host model (no GPU): C exact on odd shapes, each element written once, every "
-              "slot read after the wait_group that covers its copy, none refilled while read", model),
+        Check("host_model", "in the host model (no GPU, at the course's tile): C exact on odd shapes, each element "
+              "written once, every slot read after the wait_group that covers its copy, none refilled while "
+              "read", model),
     ],
     correctness=[
         Check("exact_odd_shapes", "one isolated launch ends in time; C exact on odd shapes through both copy paths "

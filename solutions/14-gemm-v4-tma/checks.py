@@ -136,16 +136,21 @@ CHECKS = LessonChecks(
     teaches="TMA tensor descriptors and mbarriers (expect, wait on the phase parity) feed the ring; "
             "zero-filled tails instead of masks; fewer registers",
     machine_code=[
-        Check("tma_sm_90", "sm_90: A and B arrive by 6 × UTMALDG.2D (2 in the K loop) tracked by SYNCS mbarrier "
-              "ops; 8 + 8 LDSM and 64 HMMA in the loop; no LDG, no LDGSTS (bf16 and fp16)", _tma_signature("sm_90"),
+        Check("tma_sm_90", "sm_90, at the course's tile 128×128×32 (4 warps, STAGES 3): A and B arrive by 6 × "
+              "UTMALDG.2D (2 in the K loop) tracked by SYNCS mbarrier ops; 8 + 8 LDSM and 64 HMMA in the loop; no LDG, "
+              "no LDGSTS (bf16 and fp16)", _tma_signature("sm_90"),
               target="sm_90"),
-        Check("tma_sm_100", "sm_100: the same TMA, mbarrier, LDSM and HMMA counts (bf16 and fp16)",
+        Check("tma_sm_100", "sm_100, at the course's tile: the same TMA, mbarrier, LDSM and HMMA counts (bf16 and "
+              "fp16)",
               _tma_signature("sm_100"), target="sm_100"),
-        Check("resources_sm_90", f"sm_90: {REGISTERS['sm_90']} registers, no spills, {SHARED_BYTES} shared bytes",
+        Check("resources_sm_90", f"sm_90, at the course's tile: {REGISTERS['sm_90']} registers, no spills, "
+              f"{SHARED_BYTES} shared bytes",
               _resources("sm_90"), target="sm_90"),
-        Check("resources_sm_100", f"sm_100: {REGISTERS['sm_100']} registers, no spills, {SHARED_BYTES} shared bytes",
+        Check("resources_sm_100", f"sm_100, at the course's tile: {REGISTERS['sm_100']} registers, no spills, "
+              f"{SHARED_BYTES} shared bytes",
               _resources("sm_100"), target="sm_100"),
-        Check("store_masked", "sm_90: the store of C is masked by M and N (the loads need no mask)", store_masked,
+        Check("store_masked", "sm_90, at the course's tile: the store of C is masked by rows < M and columns < N (the "
+              "loads need no mask)", store_masked,
               target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
               KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),

@@ -172,22 +172,25 @@ CHECKS = LessonChecks(
             "an `NVMMADistributedLayout` version 3 accumulator; no ldmatrix; Hopper only. On Blackwell: the same "
             "step with `tcgen05_mma` into tensor memory (compiled, not run)",
     machine_code=[
-        Check("accumulator_layout", "wgmma_layout: version 3, the warpgroup's 4 warps along M, instr_shape "
-              "[16, 128, 16]", accumulator_layout),
-        Check("wgmma_sm_90", "sm_90: 4 × HGMMA.64x128x16 per K step between one WARPGROUP.ARRIVE and one "
-              "WARPGROUP.DEPBAR.LE, all in the loop; no LDSM, no HMMA, no proxy fence; lesson 14's TMA and "
-              "mbarrier ops (bf16 and fp16)", signature, target="sm_90"),
-        Check("resources_sm_90", f"sm_90: {REGISTERS} registers (lesson 14: 198), no spills, {SHARED_BYTES} shared "
-              "bytes", resources, target="sm_90"),
-        Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
+        Check("accumulator_layout", "wgmma_layout(4, 128), the course's tile: version 3, the warpgroup's 4 warps along "
+              "M, instr_shape [16, 128, 16]", accumulator_layout),
+        Check("wgmma_sm_90", "sm_90, at the course's tile 128×128×32 (one warpgroup, STAGES 3): 4 × HGMMA.64x128x16 "
+              "per K step between one WARPGROUP.ARRIVE and one WARPGROUP.DEPBAR.LE, all in the loop; no LDSM, no HMMA, "
+              "no proxy fence; lesson 14's TMA and mbarrier ops (bf16 and fp16)", signature, target="sm_90"),
+        Check("resources_sm_90", f"sm_90, at the course's tile: {REGISTERS} registers (lesson 14: 198), no spills, "
+              f"{SHARED_BYTES} shared bytes", resources, target="sm_90"),
+        Check("store_masked", "sm_90, at the course's tile: the store of C is masked by rows < M and columns < "
+              "N", store_masked, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL, model),
-        Check("tcgen05_sm_100", "sm_100, blackwell_matmul_kernel: 2 × UTCHMMA per K step, the first accumulating from "
-              "the second step on, one UTCBAR (the commit to mma_done) and its wait; tensor memory allocated and "
-              "released, read once (LDTM.x128); no HGMMA, no WARPGROUP (bf16)", blackwell_signature, target="sm_100"),
-        Check("tmem_resources_sm_100", f"sm_100, blackwell_matmul_kernel: {BW_TMEM_COLUMNS} TMEM columns, "
-              f"{BW_REGISTERS} registers (wgmma: 154), no spills, {BW_SHARED_BYTES} shared bytes", blackwell_resources,
+        Check("tcgen05_sm_100", "sm_100, blackwell_matmul_kernel at the course's tile: 2 × UTCHMMA per K step, the "
+              "first accumulating from the second step on, one UTCBAR (the commit to mma_done) and its wait; tensor "
+              "memory allocated and released, read once (LDTM.x128); no HGMMA, no WARPGROUP "
+              "(bf16)", blackwell_signature, target="sm_100"),
+        Check("tmem_resources_sm_100", f"sm_100, blackwell_matmul_kernel at the course's tile: {BW_TMEM_COLUMNS} TMEM "
+              f"columns, {BW_REGISTERS} registers (wgmma: 154), no spills, {BW_SHARED_BYTES} shared "
+              "bytes", blackwell_resources,
               target="sm_100"),
     ],
     correctness=[

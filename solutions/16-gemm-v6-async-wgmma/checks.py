@@ -54,27 +54,41 @@ def wgmma_signature(mod):
     return None
 
 
+def at_tile_and_config(mod):
+    """(label, compiled kernel): at the course's tile, bf16 and fp16, and at the learner's CONFIG (bf16)."""
+    for dtype in ("bf16", "fp16"):
+        yield f"{dtype}, at the course's tile", compiled(mod, "sm_90", dtype)
+    yield "bf16, at your CONFIG", KERNEL.compile(mod, "sm_90", "bf16", dict(mod.CONFIG))
+
+
 def wait_depth(mod):
-    k = compiled(mod)
-    first, last = main_loop(k)
-    inside = [d for a, d in wgmma_waits(k) if first <= a <= last]
-    after = [d for a, d in wgmma_waits(k) if a > last]
-    if inside != [1]:
-        return (f"the loop waits with depth {inside} (WARPGROUP.DEPBAR.LE); expected [1]: warpgroup_mma_wait(1) lets "
-                "this step's products run on while the next tile is waited for (0 is lesson 15's synchronous wait)")
-    if after != [0]:
-        return f"after the loop the waits have depth {after}; expected [0]: the last products must finish before C"
+    """The operands of the waits (WARPGROUP.DEPBAR.LE gsb0, 0x1 in the K loop, 0x0 after it)."""
+    for where, k in at_tile_and_config(mod):
+        problem = tma_gemm.wait_depth_problem(k, in_loop=1, after=0)
+        if problem:
+            return f"{where}: {problem}"
+        after = [d for a, d in wgmma_waits(k) if a > main_loop(k)[1]]
+        if after != [0]:
+            return (f"{where}: after the K loop the waits have depth {after}; expected [0]: one wait for the last "
+                    "products")
     return None
 
 
 def refill_after_wait(mod):
     """The TMA refill of slot (i - 1) % STAGES must follow the wait that retires the products reading it."""
-    k = compiled(mod)
+    for where, k in at_tile_and_config(mod):
+        problem = _refill_problem(k)
+        if problem:
+            return f"{where}: {problem}"
+    return None
+
+
+def _refill_problem(k):
     first, last = main_loop(k)
     wait = [a for a, d in wgmma_waits(k) if first <= a <= last]
     copies = [i.address for i in k.instructions() if first <= i.address <= last and i.opcode == "UTMALDG.2D"]
     if not wait or not copies:
-        return f"the loop has waits at {wait} and TMA copies at {copies}; expected one wait and two copies"
+        return f"the loop has waits at {wait} and TMA copies at {copies}; expected one wait, then the refill's copies"
     early = [a for a in copies if a < wait[0]]
     if early:
         return (f"{len(early)} TMA copies in the loop come before the wgmma wait: the refill would overwrite the slot "
@@ -132,16 +146,21 @@ CHECKS = LessonChecks(
     teaches="asynchronous `warpgroup_mma(..., is_async=True)` and `warpgroup_mma_wait(1)`: the products of one K "
             "step run while the next tile is waited for; a ring slot is refilled only after the products that read it",
     machine_code=[
-        Check("wgmma_sm_90", "sm_90: 4 × HGMMA.64x256x16 per K step after one WARPGROUP.ARRIVE, one "
-              "WARPGROUP.DEPBAR.LE in the loop and one after it; no LDSM, no HMMA, no proxy fence; the TMA and "
-              "mbarrier ops of a 4-slot ring (bf16 and fp16)", wgmma_signature, target="sm_90"),
-        Check("wait_depth", "sm_90: the loop waits with depth 1 (one group may run on), the end with depth 0",
+        Check("wgmma_sm_90", "sm_90, at the course's tile 128×256×64 (8 warps, STAGES 4): 4 × HGMMA.64x256x16 per K "
+              "step after one WARPGROUP.ARRIVE, one WARPGROUP.DEPBAR.LE in the loop and one after it; no LDSM, no "
+              "HMMA, no proxy fence; the TMA and mbarrier ops of a 4-slot ring (bf16 and "
+              "fp16)", wgmma_signature, target="sm_90"),
+        Check("wait_depth", "sm_90, at the course's tile and at your CONFIG: the loop waits with depth 1 (one group "
+              "may run on), the end with depth 0",
               wait_depth, target="sm_90"),
-        Check("refill_after_wait", "sm_90: the loop's TMA refill comes after the wgmma wait", refill_after_wait,
+        Check("refill_after_wait", "sm_90, at the course's tile and at your CONFIG: the loop's TMA refill comes after "
+              "the wgmma wait", refill_after_wait,
               target="sm_90"),
-        Check("resources_sm_90", f"sm_90: {REGISTERS} registers, no spills, {SHARED_BYTES} shared bytes",
+        Check("resources_sm_90", f"sm_90, at the course's tile: {REGISTERS} registers, no spills, {SHARED_BYTES} "
+              "shared bytes",
               resources, target="sm_90"),
-        Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
+        Check("store_masked", "sm_90, at the course's tile: the store of C is masked by rows < M and columns < "
+              "N", store_masked, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL, model),

@@ -55,16 +55,32 @@ def pipeline(mod):
         problem = tma_gemm.wgmma_signature(k, dtype, IN_LOOP, MMA_PER_STEP, INSTR_N, MBARRIER_OPS)
         if problem:
             return problem
+        problem = tma_gemm.wait_depth_problem(k, in_loop=1, after=0)
+        if problem:
+            return f"{dtype}: {problem}"
         depths = [depth for _, depth in tma_gemm.wgmma_waits(k)]
-        if sorted(depths) != [0, 1]:
+        if len(depths) != 2:
             return (f"{dtype}: wgmma waits of depth {depths}; expected one of depth 1 in the K loop and one of 0 "
                     "per tile")
     return None
 
 
+def at_tile_and_config(mod):
+    """(label, compiled kernel): at the course's tile and at the learner's CONFIG (bf16)."""
+    yield "at the course's tile", compiled(mod)
+    yield "at your CONFIG", KERNEL.compile(mod, "sm_90", "bf16", dict(mod.CONFIG))
+
+
 def persistent_loop(mod):
     """One program, many tiles: a loop around the K loop that strides by the number of programs and stores C."""
-    k = compiled(mod)
+    for where, k in at_tile_and_config(mod):
+        problem = _persistent_problem(k)
+        if problem:
+            return f"{where}: {problem}"
+    return None
+
+
+def _persistent_problem(k):
     outer = _tile_loop(k)
     if outer is None:
         return "no loop around the K loop: each program does one tile (lesson 16); walk over tiles instead"
@@ -79,7 +95,14 @@ def persistent_loop(mod):
 
 def ring_set_up_once(mod):
     """mbarrier.init before the tile loop and invalidate after it: the ring lives as long as the program."""
-    k = compiled(mod)
+    for where, k in at_tile_and_config(mod):
+        problem = _ring_problem(k)
+        if problem:
+            return f"{where}: {problem}"
+    return None
+
+
+def _ring_problem(k):
     outer = _tile_loop(k)
     if outer is None:
         return "no tile loop"
@@ -92,13 +115,16 @@ def ring_set_up_once(mod):
 
 
 def programs_fit(mod):
-    k = compiled(mod)
-    problem = k.resource_mismatch(REGISTERS, SHARED_BYTES)
+    """At the course's tile: its registers and shared memory, exactly. At the learner's CONFIG: programs_per_sm is what
+    fits on an SM."""
+    problem = compiled(mod).resource_mismatch(REGISTERS, SHARED_BYTES)
     if problem:
-        return problem
-    fits = occupancy_of(k, TILE["num_warps"]).blocks
-    if fits != mod.CONFIG["programs_per_sm"]:
-        return (f"{fits} programs fit on an SM but CONFIG launches {mod.CONFIG['programs_per_sm']} per SM: a "
+        return f"at the course's tile: {problem}"
+    cfg = dict(mod.CONFIG)
+    k = KERNEL.compile(mod, "sm_90", "bf16", cfg)
+    fits = occupancy_of(k, cfg["num_warps"]).blocks
+    if fits != cfg["programs_per_sm"]:
+        return (f"at your CONFIG {fits} programs fit on an SM but CONFIG launches {cfg['programs_per_sm']} per SM: a "
                 "persistent grid should be exactly what the GPU holds at once")
     return None
 
@@ -179,15 +205,19 @@ CHECKS = LessonChecks(
     teaches="a persistent grid (as many programs as fit, each walking over tiles of C) in grouped order; the "
             "ring's slots and phases carried across tiles by a step count",
     machine_code=[
-        Check("pipeline_sm_90", "sm_90: lesson 16's K loop inside (4 HGMMA, wait depth 1, refill after it) and its "
-              "TMA and mbarrier ops (bf16 and fp16)", pipeline, target="sm_90"),
-        Check("persistent_loop", "sm_90: a tile loop around the K loop, stepping by the number of programs, with "
-              "the store of C inside it", persistent_loop, target="sm_90"),
-        Check("ring_set_up_once", "sm_90: the barriers are initialised before the tile loop and retired after it",
+        Check("pipeline_sm_90", "sm_90, at the course's tile 128×256×64 (8 warps, STAGES 4, GROUP_M 8): lesson 16's K "
+              "loop inside (4 HGMMA, wait depth 1, refill after it) and its TMA and mbarrier ops (bf16 and "
+              "fp16)", pipeline, target="sm_90"),
+        Check("persistent_loop", "sm_90, at the course's tile and at your CONFIG: a tile loop around the K loop, "
+              "stepping by the number of programs, with the store of C inside it", persistent_loop, target="sm_90"),
+        Check("ring_set_up_once", "sm_90, at the course's tile and at your CONFIG: the barriers are initialised before "
+              "the tile loop and retired after it",
               ring_set_up_once, target="sm_90"),
-        Check("programs_fit", f"sm_90: {REGISTERS} registers, no spills; CONFIG's {PROGRAMS_PER_SM} programs per "
-              "SM are exactly what fits", programs_fit, target="sm_90"),
-        Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
+        Check("programs_fit", f"sm_90: at the course's tile {REGISTERS} registers, no spills, {SHARED_BYTES} shared "
+              f"bytes ({PROGRAMS_PER_SM} program per SM fits); at your CONFIG, its programs_per_sm exactly what "
+              "fits", programs_fit, target="sm_90"),
+        Check("store_masked", "sm_90, at the course's tile: the store of C is masked by rows < M and columns < "
+              "N", store_masked, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("grouped_order", "grouped_tile, evaluated on the host over grids of 1 × 1 to 64 × 32 tiles with GROUP_M "

@@ -16,6 +16,11 @@ PLANTS = [
           "            mbarrier.init(ready.index(s), count=1)\n"
           "        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)\n",
           rejected_by="ring_set_up_once", gpu=False),
+    Plant("the K loop waits for every group (warpgroup_mma_wait(0)), and the tile's last wait keeps depth 0: the "
+          "kernel still has one wait of each place, but the loop's is lesson 15's synchronous one",
+          "acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b_ring.index(slot)))",
+          "acc, _, _ = warpgroup_mma_wait(0, deps=(acc, a_ring.index(slot), b_ring.index(slot)))",
+          rejected_by="pipeline_sm_90", gpu=False),
     # ---- caught on a GPU ----
     Plant("the phase counts the tile's own K steps, not the program's: from the second tile on, a wait names a phase "
           "its barrier has already completed (or not yet begun)",

@@ -22,12 +22,31 @@ KERNEL = GemmKernel("tma", fixed=TILE, extra_tile_keys=("STAGES", "GROUP_M", "LO
                     constexprs=lambda mod, cfg, dtype: mod.kernel_layouts(cfg["num_warps"], cfg["BLOCK_N"]))
 
 # What the pinned Triton 3.9.0 emits on sm_90 for this tile, bf16 and fp16 alike.
-# - setmaxnreg (USETMAXREG): the kernel launches 12 warps, the 8 consumers and the producer's warpgroup (setmaxnreg
-#   works on whole warpgroups: 1 warp works, 3 idle). The consumers raise their registers to 240 (TRY_ALLOC 0xf0);
-#   the producer's warpgroup drops to 24 (DEALLOC 0x18) and its working warp takes 40, LOAD_REGS (TRY_ALLOC 0x28).
-#   240 × 256 + 40 × 32 + 24 × 96 = 65024 of the SM's 65536 registers.
+# - setmaxnreg (USETMAXREG), read off the listing in address order. The kernel launches 12 warps at 168 registers a
+#   thread (65536 / 384 threads, rounded down to 8; 168 × 384 = 64 512): warps 0-7 run the default partition (the
+#   consumers), warps 8-11 are the producer's warpgroup (worker_num_warps=[1] padded to a whole warpgroup: setmaxnreg
+#   acts on warpgroups; warp 8 copies, warps 9-11 wait). In order:
+#   * at the kernel's start the producer's warpgroup gives registers back, down to 24 (DEALLOC 0x18), and the consumers
+#     take 240 (TRY_ALLOC 0xf0, retried until the registers are free) for the set-up before the fork:
+#     240 × 256 + 24 × 128 = 64 512;
+#   * at the fork the consumers give 8 back, down to 232 (DEALLOC 0xe8), and all four warps of the producer's warpgroup
+#     take 40, LOAD_REGS (TRY_ALLOC 0x28: once on the path of the warp that copies, once on the idle warps' path):
+#     232 × 256 + 40 × 128 = 64 512. The consumers' K loop runs at 232, between the DEALLOC 0xe8 and the TRY_ALLOC
+#     0xf0 below (232 is Triton's sum: 168 × 256 + (168 − 40) × 128 over the consumers' 256 threads);
+#   * when the partitions end the producer's warpgroup drops back to 24 (DEALLOC 0x18, on each of its two paths) and the
+#     consumers take 240 again (TRY_ALLOC 0xf0) to retire the barriers.
+#   With LOAD_REGS = 24 the producer's warpgroup stays at 24 throughout (TRY_ALLOC 0x18 four times, one DEALLOC 0x18)
+#   and the consumers keep 240 in the partitions too (TRY_ALLOC 0xf0 three times, no DEALLOC 0xe8): 240 × 256 + 24 ×
+#   128 = 64 512, still 168 registers at launch and no spills: the producer's code fits in 24. With LOAD_REGS = 232 the
+#   consumers would be left 136: ptxas drops every setmaxnreg ("(C7507) ... 'setmaxnreg' ignored to maintain minimum
+#   register requirements") and all 12 warps run at 154; the check reallocation_of_config says so for a learner's
+#   CONFIG.
 SETMAXNREG = {"USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0": 2, "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x28": 2,
               "USETMAXREG.DEALLOC.CTAPOOL 0xe8": 1, "USETMAXREG.DEALLOC.CTAPOOL 0x18": 3}
+SETMAXNREG_NAMES = {"USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0": "the consumers up to 240, outside the partitions",
+                    "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x28": "the producer's warpgroup up to 40 while it copies",
+                    "USETMAXREG.DEALLOC.CTAPOOL 0xe8": "the consumers down to 232 at the fork",
+                    "USETMAXREG.DEALLOC.CTAPOOL 0x18": "the producer's warpgroup down to 24"}
 LAUNCHED_WARPS = 12
 # - the consumers' K loop: the 4 products of a K step, the wait for its tile (ready), a wait of depth 1 and the
 #   release of the previous slot (empty: a barrier among the 256 consumer threads, then one elected thread arrives,
@@ -57,8 +76,28 @@ def compiled(mod, target="sm_90", dtype="bf16"):
     return KERNEL.compile(mod, target, dtype)
 
 
+def _setmaxnreg_hints(got: dict) -> dict:
+    """Hints for a USETMAXREG count that is off, from what the listing holds instead (mismatch()'s ``why``)."""
+    asks, back = "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x28", "USETMAXREG.DEALLOC.CTAPOOL 0x18"
+    other = sorted({t.rsplit(" ", 1)[1] for t in got if "TRY_ALLOC" in t and not t.endswith(("0xf0", "0x28"))})
+    if got.get(asks, 0) == 1 and got.get(back, 0) == 2:
+        few = ("the producer does ask for its 40 registers, but on one path only: its warpgroup has no idle warp, so "
+               "the producer runs on all four of its warps (worker_num_warps=[4]?); the course's producer is one warp "
+               "(worker_num_warps=[1]) and the three idle warps of its warpgroup take 40 on a path of their own")
+    elif got.get(asks, 0) == 0 and other:
+        few = (f"the producer's warpgroup asks for {', '.join(other)} registers, not 40: worker_num_regs=[LOAD_REGS] "
+               "with the LOAD_REGS the kernel is given")
+    elif got.get(asks, 0) == 0:
+        few = "the producer never asks for 40 registers: worker_num_regs=[LOAD_REGS]"
+    else:
+        few = ""
+    return {asks: (few, ""),
+            "USETMAXREG.DEALLOC.CTAPOOL 0xe8": ("the consumers never give registers back at the fork: does the "
+                                                "producer ask for more than the 24 its warpgroup starts with?", "")}
+
+
 def partitions(mod):
-    """Register reallocation for each partition, and 12 warps launched."""
+    """Register reallocation for each partition at the course's tile, and 12 warps launched."""
     for dtype in ("bf16", "fp16"):
         k = compiled(mod, "sm_90", dtype)
         got = {}
@@ -66,16 +105,30 @@ def partitions(mod):
             if i.opcode.startswith("USETMAXREG"):
                 got[i.text] = got.get(i.text, 0) + 1
         if not got:
-            return (f"{dtype}: no USETMAXREG: the kernel is not warp-specialized (gl.warp_specialize with a register "
-                    "count for the producer)")
-        problem = mismatch(got, SETMAXNREG, "(setmaxnreg)", dtype,
-                           why={"USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x28": ("the producer does not ask for 40 registers: "
-                                                                          "worker_num_regs=[LOAD_REGS]", "")})
+            if int(k.metadata.num_warps) == TILE["num_warps"]:
+                return (f"{dtype}: no USETMAXREG and {TILE['num_warps']} warps launched: the kernel is not "
+                        "warp-specialized (gl.warp_specialize with a one-warp producer and its register count)")
+            problem = tma_gemm.register_split_problem(k, TILE["num_warps"], TILE["LOAD_REGS"])
+            return f"{dtype}: {problem}"
+        problem = mismatch(got, SETMAXNREG, "(setmaxnreg)", dtype, SETMAXNREG_NAMES, _setmaxnreg_hints(got))
         if problem:
             return problem
         if int(k.metadata.num_warps) != LAUNCHED_WARPS:
             return (f"{dtype}: {k.metadata.num_warps} warps launched; expected {LAUNCHED_WARPS}: 8 consumers and one "
                     "producer warp (worker_num_warps=[1]), padded to a warpgroup")
+    return None
+
+
+def reallocation_of_config(mod):
+    """The learner's CONFIG: setmaxnreg kept (ptxas drops it when the consumers would be left too few), the producer's
+    warpgroup at LOAD_REGS, the consumers at what that leaves them of the launch's registers."""
+    cfg = dict(mod.CONFIG)
+    for dtype in ("bf16", "fp16"):
+        k = KERNEL.compile(mod, "sm_90", dtype, cfg)
+        problem = tma_gemm.register_split_problem(k, cfg["num_warps"], cfg["LOAD_REGS"])
+        if problem:
+            shown = ", ".join(f"{key}={value}" for key, value in cfg.items())
+            return f"CONFIG ({shown}), {dtype}: {problem}"
     return None
 
 
@@ -88,6 +141,9 @@ def consumer_loop(mod):
         problem = mismatch({op: loop.get(op, 0) for op in want}, want, "in the consumers' K loop", dtype, NAMES, HINTS)
         if problem:
             return problem
+        problem = tma_gemm.wait_depth_problem(k, in_loop=1, after=0, who="the consumers' K loop")
+        if problem:
+            return f"{dtype}: {problem}"
         if sum(loop.values()) != CONSUMER_LOOP_INSTRUCTIONS:
             return (f"{dtype}: the consumers' K loop has {sum(loop.values())} instructions; expected "
                     f"{CONSUMER_LOOP_INSTRUCTIONS}: address arithmetic or copies that belong to the producer?")
@@ -143,7 +199,7 @@ BW_TMA_OPS = {"UTMALDG.2D": 5, "SYNCS.ARRIVE.TRANS64": 1, "SYNCS.ARRIVE.TRANS64.
 # - the epilogue's loop: the wait on acc_ready, the tcgen05.ld, the arrive on acc_empty, then 16 stores per thread.
 BW_EPILOGUE = {"SYNCS.PHASECHK.TRANS64.TRYWAIT": 1, "LDTM.x128": 1, "SYNCS.ARRIVE.TRANS64.A1T0": 1, "STG.E.128": 16}
 BW_TMEM_COLUMNS = 256                    # 128 lanes × 256 columns of 32 bits: the fp32 128 × 256 accumulator
-BW_REGISTERS = 149                       # for every warp; on sm_90, 168 at launch and 240 for the consumers
+BW_REGISTERS = 149                       # for every warp; on sm_90, 168 at launch, 232 for the consumers' K loop
 BW_SHARED_BYTES = 196844                 # the 4-slot ring (196608), 10 barriers, and what warp_specialize keeps
 BW_WHY = {"UTCBAR": ("a commit is missing: without mbarriers=[empty.index(slot)] no release reaches the producer, "
                      "without tcgen05_commit(acc_ready) the epilogue waits forever", ""),
@@ -238,31 +294,43 @@ CHECKS = LessonChecks(
             "mbarrier pairs; register reallocation (setmaxnreg); no copy or address of A and B in the consumers. On "
             "Blackwell: a one-warp tcgen05 MMA partition and an epilogue partition (compiled, not run)",
     machine_code=[
-        Check("partitions_sm_90", "sm_90: USETMAXREG for each partition (the consumers up to 240 registers, the "
-              "producer's warpgroup down to 24 and its warp up to 40); 12 warps launched", partitions, target="sm_90"),
-        Check("consumer_loop_sm_90", f"sm_90: the consumers' K loop holds 4 HGMMA.64x256x16, the ready wait, a wait of "
-              f"depth 1 and the release of a slot, no copy and no expect; {CONSUMER_LOOP_INSTRUCTIONS} instructions "
-              "(lesson 17: 93)", consumer_loop, target="sm_90"),
-        Check("producer_sm_90", "sm_90: the producer's 5 TMA box copies and one expect per K step; 8 barriers "
-              "initialised and retired; 2 releases", producer, target="sm_90"),
-        Check("resources_sm_90", f"sm_90: {REGISTERS} registers at launch, no spills, {SHARED_BYTES} shared bytes",
+        Check("partitions_sm_90", "sm_90, at the course's tile 128×256×64 (8 consumer warps, LOAD_REGS 40): "
+              "USETMAXREG for each partition, as the listing orders them: the producer's warpgroup down to 24 and the "
+              "consumers up to 240 at the start, the consumers down to 232 at the fork and all four warps of the "
+              "producer's warpgroup up to 40, then back (24 and 240) at the end; 12 warps launched", partitions,
+              target="sm_90"),
+        Check("reallocation_of_config", "your CONFIG, compiled for sm_90: register reallocation kept (USETMAXREG with "
+              "the consumers' count and the producer's), the producer's warpgroup at LOAD_REGS, the consumers at what "
+              "the launch's registers leave them", reallocation_of_config, target="sm_90"),
+        Check("consumer_loop_sm_90", "sm_90, at the course's tile: the consumers' K loop holds 4 HGMMA.64x256x16, the "
+              "ready wait, a wait of depth 1 and the release of a slot, no copy and no expect; "
+              f"{CONSUMER_LOOP_INSTRUCTIONS} instructions (lesson 17: 93)", consumer_loop, target="sm_90"),
+        Check("producer_sm_90", "sm_90, at the course's tile: the producer's 5 TMA box copies and one expect per K "
+              "step; 8 barriers initialised and retired; 2 releases", producer, target="sm_90"),
+        Check("resources_sm_90", f"sm_90, at the course's tile: {REGISTERS} registers at launch, no spills, "
+              f"{SHARED_BYTES} shared bytes",
               resources, target="sm_90"),
-        Check("store_masked", "sm_90: the store of C is masked by M and N", store_masked, target="sm_90"),
+        Check("store_masked", "sm_90, at the course's tile: the store of C is masked by rows < M and columns < "
+              "N", store_masked, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL + "; the two partitions take turns at their waits (3 programs, "
               "several tiles each); no release before the wait that retires the slot's readers", model),
-        Check("tcgen05_partitions_sm_100", "sm_100, blackwell_matmul_kernel: 12 warps launched, no USETMAXREG; "
-              "load_partition's 5 TMA box copies and one expect per K step; 10 barriers initialised and retired; one "
-              "arrive by threads (the epilogue's)", blackwell_partitions, target="sm_100"),
-        Check("tcgen05_mma_loop_sm_100", f"sm_100: the MMA warp's K loop holds the ready wait, 4 × UTCHMMA (the first "
-              f"accumulating from the second step on) and one UTCBAR, the release; {BW_MMA_LOOP_INSTRUCTIONS} "
-              "instructions; a second UTCBAR per tile (acc_ready); tensor memory allocated and released; no HGMMA",
+        Check("tcgen05_partitions_sm_100", "sm_100, blackwell_matmul_kernel at the course's tile 128×256×64 (8 "
+              "epilogue warps, STAGES 4): 12 warps launched, no USETMAXREG; load_partition's 5 TMA box copies and one "
+              "expect per K step; 10 barriers initialised and retired; one arrive by threads (the "
+              "epilogue's)", blackwell_partitions, target="sm_100"),
+        Check("tcgen05_mma_loop_sm_100", "sm_100, at the course's tile: the MMA warp's K loop holds the ready wait, 4 "
+              "× UTCHMMA (the first accumulating from the second step on) and one UTCBAR, the release; "
+              f"{BW_MMA_LOOP_INSTRUCTIONS} instructions; a second UTCBAR per tile (acc_ready); tensor memory allocated "
+              "and released; no HGMMA",
               blackwell_mma_loop, target="sm_100"),
-        Check("tcgen05_epilogue_sm_100", "sm_100: the epilogue waits on acc_ready, reads the tile (LDTM.x128), then "
-              "arrives on acc_empty, then stores it (16 × STG.E.128)", blackwell_epilogue, target="sm_100"),
-        Check("tcgen05_resources_sm_100", f"sm_100: {BW_TMEM_COLUMNS} TMEM columns, {BW_REGISTERS} registers for "
-              f"every warp, no spills, {BW_SHARED_BYTES} shared bytes", blackwell_resources, target="sm_100"),
+        Check("tcgen05_epilogue_sm_100", "sm_100, at the course's tile: the epilogue waits on acc_ready, reads the "
+              "tile (LDTM.x128), then arrives on acc_empty, then stores it (16 × "
+              "STG.E.128)", blackwell_epilogue, target="sm_100"),
+        Check("tcgen05_resources_sm_100", f"sm_100, at the course's tile: {BW_TMEM_COLUMNS} TMEM columns, "
+              f"{BW_REGISTERS} registers for every warp, no spills, {BW_SHARED_BYTES} shared "
+              "bytes", blackwell_resources, target="sm_100"),
     ],
     correctness=[
         Check("correct_tma_shapes", "matmul is correct on odd shapes with K, N multiples of 8, and on two with "

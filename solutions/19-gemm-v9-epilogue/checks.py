@@ -7,6 +7,7 @@ from gluon_course.grading import tma_gemm
 from gluon_course.grading.counts import mismatch
 from gluon_course.grading.gemm import from_trial, gemm_measure, speedup_over, sweep_measure
 from gluon_course.grading.gemm_kernel import GemmKernel
+from gluon_course.model.gemm import store_overlaps_next_tile
 
 TILE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "STAGES": 3, "GROUP_M": 8, "num_warps": 8, "LOAD_REGS": 40}
 
@@ -71,6 +72,9 @@ def both_layouts_of_b(mod):
         problem = mismatch({op: loop.get(op, 0) for op in want}, want, f"in the consumers' K loop ({what})")
         if problem:
             return problem
+        problem = tma_gemm.wait_depth_problem(k, in_loop=1, after=0, who=f"the consumers' K loop ({what})")
+        if problem:
+            return problem
         if k.count("UTMALDG.2D") != copies:
             return (f"{what}: {k.count('UTMALDG.2D')} TMA box copies; expected {copies} (A's tile in one box, B's in "
                     f"{copies - 1})")
@@ -81,9 +85,22 @@ def resources(mod):
     return compiled(mod).resource_mismatch(REGISTERS, SHARED_BYTES)
 
 
+def reallocation_of_config(mod):
+    """The learner's CONFIG, both layouts of B: lesson 18's register reallocation kept (ptxas drops it when the
+    consumers would be left too few), the producer's warpgroup at LOAD_REGS, the consumers at what that leaves them."""
+    cfg = dict(mod.CONFIG)
+    for kernel, what in ((KERNEL, "B K × N"), (KERNEL_NK, "B as N × K")):
+        k = kernel.compile(mod, "sm_90", "bf16", cfg)
+        problem = tma_gemm.register_split_problem(k, cfg["num_warps"], cfg["LOAD_REGS"])
+        if problem:
+            shown = ", ".join(f"{key}={value}" for key, value in cfg.items())
+            return f"CONFIG ({shown}), {what}: {problem}"
+    return None
+
+
 def model(mod):
     for kernel, what in ((KERNEL, "B K × N"), (KERNEL_NK, "B as N × K")):
-        problem = kernel.model_check(mod, sms=3)
+        problem = kernel.model_check(mod, sms=3, rule=store_overlaps_next_tile)
         if problem:
             return f"{what}: {problem}" if isinstance(problem, str) else problem
     return None
@@ -154,16 +171,22 @@ CHECKS = LessonChecks(
     teaches="the epilogue through shared memory and `tma.async_store`, overlapped with the next tile (`store_wait` "
             "one tile later); B either K×N or N×K (weights); a tile per problem size, tuned on the sweep",
     machine_code=[
-        Check("epilogue_sm_90", "sm_90: C leaves by 16 STSM into shared memory, a proxy fence, one UTMASTG.2D and "
-              "two bulk-group waits; no STG (bf16 and fp16)", epilogue, target="sm_90"),
-        Check("b_layouts_sm_90", "sm_90: the same consumers' K loop for B K × N and B N × K; the producer copies 5 "
-              "boxes per K step (K × N) or 2 (N × K)", both_layouts_of_b, target="sm_90"),
-        Check("resources_sm_90", f"sm_90: {REGISTERS} registers at launch, no spills, {SHARED_BYTES} shared bytes "
-              "(3 slots and C's tile)", resources, target="sm_90"),
+        Check("epilogue_sm_90", "sm_90, at the course's tile 128×256×64 (8 consumer warps, STAGES 3, LOAD_REGS 40): C "
+              "leaves by 16 STSM into shared memory, a proxy fence, one UTMASTG.2D and two bulk-group waits; no STG "
+              "(bf16 and fp16)", epilogue, target="sm_90"),
+        Check("b_layouts_sm_90", "sm_90, at the course's tile: the same consumers' K loop for B K × N and B N × K, its "
+              "wgmma wait of depth 1 (0 after it); the producer copies 5 boxes per K step (K × N) or 2 (N × "
+              "K)", both_layouts_of_b, target="sm_90"),
+        Check("resources_sm_90", f"sm_90, at the course's tile: {REGISTERS} registers at launch, no spills, "
+              f"{SHARED_BYTES} shared bytes (3 slots and C's tile)", resources, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90, fits one SM with no spills",
               KERNEL.config_fits(("sm_90",)), target="sm_90"),
+        Check("reallocation_of_config", "your CONFIG, compiled for sm_90 (both layouts of B): register reallocation "
+              "kept (USETMAXREG with the consumers' count and the producer's), the producer's warpgroup at LOAD_REGS, "
+              "the consumers at what the launch's registers leave them", reallocation_of_config, target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL + "; C's shared buffer written only after the last store that "
-              "read it, fenced before TMA reads it; both layouts of B", model),
+              "read it, fenced before TMA reads it; each tile's store still running when the next tile's products "
+              "start; both layouts of B", model),
     ],
     correctness=[
         Check("correct_tma_shapes", "matmul is correct on odd shapes with K, N multiples of 8, and on two with "

@@ -15,6 +15,14 @@ PLANTS = [
     Plant("the mask forgets the columns: the last tile of a row reads and writes past N",
           "mask = (rows[:, None] < M) & (cols[None, :] < N)", "mask = rows[:, None] < M",
           rejected_by="exercise_sm_90", gpu=False),
+    Plant("the load is masked, the store is not: the edge tiles write past out's last rows and columns (the mask "
+          "check once read the comparisons of the whole kernel, and saw M and N in the load's mask)",
+          "tl.store(out_ptr + cols[None, :] * M + rows[:, None], tile, mask=mask)",
+          "tl.store(out_ptr + cols[None, :] * M + rows[:, None], tile)", rejected_by="exercise_sm_90", gpu=False),
+    Plant("off-by-one on the columns, caught on the CPU: the mask admits column N; it also costs the 16-byte accesses "
+          "(N + 1 is not a multiple of 16), which the check once blamed on the store's offsets",
+          "mask = (rows[:, None] < M) & (cols[None, :] < N)", "mask = (rows[:, None] < M) & (cols[None, :] <= N)",
+          rejected_by="exercise_sm_90", gpu=False),
     # ---- caught on a GPU ----
     Plant("off-by-one on the columns: one column past the end of every row is read and written",
           "mask = (rows[:, None] < M) & (cols[None, :] < N)", "mask = (rows[:, None] < M) & (cols[None, :] <= N)",
