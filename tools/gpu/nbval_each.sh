@@ -1,0 +1,19 @@
+# One GPU call: the README's notebook test, live, one notebook at a time (each its own log under $OUT), stopping
+# before the next one would start past a time budget, so that a long list comes back with what it finished.
+#
+#   OUT=gpu-out NBVAL_BUDGET=520 bash tools/gpu/nbval_each.sh 18 19 30
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD:${PYTHONPATH:-}
+export GLUON_COURSE_COMPILE_CACHE=${GLUON_COURSE_COMPILE_CACHE:-$PWD/.device/compile-cache}
+nvidia-smi --query-compute-apps=pid,name --format=csv,noheader > "$OUT/apps-nbval.txt" 2>&1
+start=$(date +%s)
+for n in "$@"; do
+  spent=$(( $(date +%s) - start ))
+  if [ "$spent" -gt "${NBVAL_BUDGET:-520}" ]; then echo "$n not run: $spent s spent"; continue; fi
+  t0=$(date +%s)
+  timeout "${NBVAL_LIMIT:-240}" python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+      -p no:cacheprovider -q lessons/$n-*/lesson.ipynb > "$OUT/nbval-$n.log" 2>&1
+  rc=$?
+  echo "$n rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -E 'passed|failed' "$OUT/nbval-$n.log" | tail -1)"
+  grep -E "^FAILED" "$OUT/nbval-$n.log" | head -5
+done
