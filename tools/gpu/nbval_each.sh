@@ -2,6 +2,8 @@
 # before the next one would start past a time budget, so that a long list comes back with what it finished.
 #
 #   OUT=gpu-out NBVAL_BUDGET=520 bash tools/gpu/nbval_each.sh 18 19 30
+#
+# Notebooks with AMD cells (01-05, 30) need the AMD compiles stored first: bash tools/gpu/compile_store.sh 01 30.
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD:${PYTHONPATH:-}
 export GLUON_COURSE_COMPILE_CACHE=${GLUON_COURSE_COMPILE_CACHE:-$PWD/.device/compile-cache}
