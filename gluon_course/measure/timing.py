@@ -158,22 +158,22 @@ def _now() -> float:
     return time.perf_counter()
 
 
-def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
-    """Milliseconds of GPU time per call of ``fn``, its launches replayed from a CUDA graph: no host between the
-    kernels, so this is the kernel's own time (the median of ``replays`` replays of ``calls`` captured calls).
-
-    Inputs stay where the graph captured them, so whatever fits in L2 stays there between calls: for a GEMM that
-    streams its operands from HBM once per call (small M), this reads high; ``do_bench`` flushes L2 first."""
-    require_gpu("a CUDA-graph timing")
+def _captured(body, calls: int):
+    """A CUDA graph of ``calls`` calls of ``body``, warmed once on a side stream first, as capture requires."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        fn()                                  # warm on the side stream, as capture requires
+        body()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(calls):
-            fn()
+            body()
+    return graph
+
+
+def _replay_ms(graph, replays: int) -> float:
+    """The median milliseconds of ``replays`` replays of ``graph``, after one untimed replay."""
     graph.replay()
     torch.cuda.synchronize()
     times = []
@@ -183,9 +183,21 @@ def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
         graph.replay()
         end.record()
         torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    del graph
+        times.append(start.elapsed_time(end))
     return _median(times)
+
+
+def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
+    """Milliseconds of GPU time per call of ``fn``, its launches replayed from a CUDA graph: no host between the
+    kernels, so this is the kernel's own time (the median of ``replays`` replays of ``calls`` captured calls).
+
+    Inputs stay where the graph captured them, so whatever fits in L2 stays there between calls: for a GEMM that
+    streams its operands from HBM once per call (small M), this reads high; ``do_bench`` flushes L2 first."""
+    require_gpu("a CUDA-graph timing")
+    graph = _captured(fn, calls)
+    ms = _replay_ms(graph, replays) / calls
+    del graph
+    return ms
 
 
 def cold_kernel_ms(fn, calls: int = 10, replays: int = 5, flush_bytes: int = 256 << 20) -> float:
@@ -197,36 +209,9 @@ def cold_kernel_ms(fn, calls: int = 10, replays: int = 5, flush_bytes: int = 256
     once (a GEMM at small M) this is the time to set against the memory roofline."""
     require_gpu("a cold-L2 kernel timing")
     flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
-
-    def capture(body):
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            body()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(calls):
-                body()
-        return graph
-
-    with_fn = capture(lambda: (flush.zero_(), fn()))
-    alone = capture(lambda: flush.zero_())
-
-    def replay_ms(graph) -> float:
-        graph.replay()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(replays):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-        return _median(times)
-
-    both, flushes = replay_ms(with_fn), replay_ms(alone)
+    with_fn = _captured(lambda: (flush.zero_(), fn()), calls)
+    alone = _captured(lambda: flush.zero_(), calls)
+    both, flushes = _replay_ms(with_fn, replays), _replay_ms(alone, replays)
     del with_fn, alone, flush
     return max(both - flushes, 0.0) / calls
 
