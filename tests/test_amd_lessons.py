@@ -238,7 +238,7 @@ def test_the_vendors_figures_and_the_tools_their_best_ones_need():
 
 def test_the_comparison_names_lessons_of_the_right_track_and_every_step():
     from gluon_course.course import lessons
-    from gluon_course.grading import comparison
+    from gluon_course.website import comparison
 
     known = lessons()
     for same in comparison.SAME:

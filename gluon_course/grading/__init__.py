@@ -6,7 +6,7 @@
 - ``notebook``  ``Lab``: live figures on a GPU, recorded ones elsewhere
 - ``records``   ``results/<gpu>.json``, keyed by lesson and stable key
 - ``starters``  ``starter.py`` generated from ``solution.py``
-- ``report``    the generated tables (website results page, README lesson table)
+- (the generated pages of the website and the README live in ``gluon_course.website``, which grading never imports)
 - ``scaffold``  a new lesson's author folder, ready to fill
 """
 from .checks import Check, CourseTarget, Expectation, Figure, LessonChecks, NotChecked, Passed, Plant, Reference

@@ -1,12 +1,12 @@
 """The AMD part of the results page: the K loop's instruction mix of every AMD GEMM version, compiled here (no GPU
 needed, exact for the pinned Triton), drawn once and kept as a PNG whose text chunk holds the numbers it was drawn
-from, and a line for the figures that only an AMD GPU can measure. ``report.update_tables`` calls ``update``."""
+from, and a line for the figures that only an AMD GPU can measure. ``website.update_tables`` calls ``update``."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import amd_gemm
-from .report import _png_description, _replace_between
+from ..grading import amd_gemm
+from .pages import png_description, replace_between
 
 BEGIN = "<!-- BEGIN GENERATED AMD SECTION (python -m gluon_course tables) -->"
 END = "<!-- END GENERATED AMD SECTION -->"
@@ -75,7 +75,7 @@ def update(root: Path, write: bool) -> list[str]:
         return []
     changed = []
     path = root / "book" / IMAGE
-    if rows and _png_description(path) != _description(rows):
+    if rows and png_description(path) != _description(rows):
         if write:
             draw(path, rows)
         changed.append("book/" + IMAGE)
@@ -85,7 +85,6 @@ def update(root: Path, write: bool) -> list[str]:
             results.write_text(results.read_text().rstrip("\n") + f"\n\n{BEGIN}\n{END}\n")
         else:
             return changed + ["book/results.md"]
-    if _replace_between(results, BEGIN, END, markdown(rows), write):
+    if replace_between(results, BEGIN, END, markdown(rows), write):
         changed.append("book/results.md")
-    from . import comparison         # the two tracks side by side, from the lessons' own titles and checks
-    return changed + comparison.update(root, write)
+    return changed
