@@ -15,7 +15,8 @@ import pytest
 import torch
 from triton.runtime.jit import JITFunction
 
-from gluon_course import amd, hopper, lessons, load_solution, validate
+from gluon_course import amd, lessons, load_solution, validate
+from gluon_course.nvidia import hopper
 
 # Every lesson with a GEMM launcher: the NVIDIA track, the AMD track, and lesson 30's translations.
 GEMM_LESSONS = [f"{n}" for n in (*range(10, 20), *range(20, 30), 30)]

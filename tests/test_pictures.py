@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from gluon_course import load_checks  # noqa: E402
-from gluon_course.pictures import (barrier_figure, barrier_history, ring_picture, ring_timeline,  # noqa: E402
+from gluon_course.nvidia.pictures import (barrier_figure, barrier_history, ring_picture, ring_timeline,  # noqa: E402
                                    ring_trace, slot_fills)
 
 
