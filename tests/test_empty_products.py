@@ -79,7 +79,7 @@ def armed(monkeypatch):
     monkeypatch.setattr(validate, "empty_product", spy)
     for name in ("get_device_properties", "current_device", "synchronize", "get_device_name"):
         monkeypatch.setattr(torch.cuda, name, Tripwire(f"torch.cuda.{name}", fired))
-    for module in (amd, hopper):
+    for module in (amd.launch, hopper):
         for name in DEVICE_NAMES:
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, Tripwire(f"{module.__name__}.{name}", fired))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from ..grading.amd_gemm import NOT_MEASURED
+from ..amd.lab import NOT_MEASURED
 from ..course import lessons
 from ..grading import records
 from .pages import lesson_parts, png_description, replace_between, toc_parts

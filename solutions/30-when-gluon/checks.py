@@ -70,7 +70,7 @@ def gluon(which, target="sm_90"):
     if which == "transpose":
         return load_checks("04").compiled(solution_of("04"), target)
     if target == "gfx950":
-        from gluon_course.grading.amd_gemm import compiled
+        from gluon_course.amd import compiled
         return compiled(solution_of("24"), "gfx950", "bf16")
     return load_checks("16" if which == "v6" else "19").compiled(solution_of("16" if which == "v6" else "19"))
 
