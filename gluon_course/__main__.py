@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         print("updated: " + ", ".join(changed) if changed else "README.md and book/results.md already up to date")
         return 0
     if args.command == "translate":
-        from .translate import main as translate
+        from .grading.translate import main as translate
 
         return translate(args.lesson)
     if args.command == "new-lesson":

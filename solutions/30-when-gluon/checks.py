@@ -12,7 +12,7 @@ from gluon_course.grading.gemm import (ABOVE, BELOW, access_masks_problem, aroun
                                        over_plain_triton_measure, plain_triton_measure, refuses)
 from gluon_course.measure.copies import ODD_SHAPES_2D, big_square, check_copy, column_major, copy_figure
 from gluon_course.measure.copies import transposed_output
-from gluon_course.translate import (as_if_on, best_of, compile_fresh, compile_translated, compile_triton, k_loop,
+from gluon_course.grading.translate import (as_if_on, best_of, compile_fresh, compile_translated, compile_triton, k_loop,
                                     load_translated, translation_path)
 
 # How each row is compiled: the copy 16 elements per thread (lesson 02's XBLOCK: 2048 on NVIDIA, 4096 on AMD's

@@ -111,7 +111,7 @@ def tl_transpose_copy(x, out):
 def translated_kernel(name: str, one_step: bool = False):
     """A committed translation (sm90) of one of TRANSLATED, or with ``one_step`` the GEMM of one_step.py."""
     from gluon_course.course import load_module_file
-    from gluon_course.translate import load_translated
+    from gluon_course.grading.translate import load_translated
 
     if one_step:
         return load_module_file(Path(__file__).with_name("one_step.py"), "gluon_course_30_one_step").tl_matmul_kernel
