@@ -1,6 +1,6 @@
-"""The AMD launchers' rules (lessons 20 on): the arguments' contract (``require_amd_gemm_args``), the refusal of a GPU the
-kernels are not written for (``require_amd_gpu``), the tiles the layouts cover (``require_tile``), and the launcher of
-the direct-to-LDS GEMMs in one call (``launch_gemm``). Each refusal says what to do."""
+"""The AMD launchers' rules (lessons 20 on): the arguments' contract (``require_amd_gemm_args``), the refusal of a
+GPU the kernels are not written for (``require_amd_gpu``), the tiles the layouts cover (``require_tile``), and the
+launcher of the direct-to-LDS GEMMs in one call (``launch_gemm``). Each refusal says what to do."""
 from __future__ import annotations
 
 import torch
