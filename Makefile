@@ -1,6 +1,7 @@
 # Gluon, from memcpy to GEMM: build the website, run the tests, grade lessons.
 #
-#   make book              build the website into _build/html (open _build/html/index.html)
+#   make book              build the website into _build/html (open _build/html/index.html);
+#                          make book REPOSITORY=owner/name gives the lesson pages Colab and Binder buttons
 #   make test              every test: tests/ (the book build and browser check included) + notebooks under nbval
 #   make check-02          grade your lessons/02-*/starter.py   (same as: make check LESSON=02)
 #   make starters          regenerate every lessons/NN-slug/starter.py from its solution
@@ -34,11 +35,14 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_san
 
 # Warnings are errors; --all re-reads every page so a warning in an unchanged page is never hidden.
 BOOK_FLAGS := -W -n --keep-going --all
+# The course's public GitHub repository, owner/name (unset: the site has no launch buttons). book/_ext/launch_buttons.py
+# reads it as GLUON_COURSE_REPOSITORY, which any build may set instead.
+REPOSITORY ?= $(GLUON_COURSE_REPOSITORY)
 
 .PHONY: help venv book test test-tests test-notebooks starters check record info clean distclean
 
 help:
-	@sed -n '3,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,13p' Makefile | sed 's/^# \{0,1\}//'
 
 # ---------------------------------------------------------------------------------------------------
 # The virtual environment
@@ -96,7 +100,7 @@ $(STAMP): requirements.txt pyproject.toml
 # ---------------------------------------------------------------------------------------------------
 # The website (offline; the notebooks are not executed, their committed outputs are shown)
 book: venv
-	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
+	GLUON_COURSE_REPOSITORY="$(REPOSITORY)" $(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "The website is in _build/html: open _build/html/index.html"
 
 # ---------------------------------------------------------------------------------------------------
