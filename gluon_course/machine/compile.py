@@ -466,14 +466,34 @@ def _masks(ttgir: str) -> list[dict]:
 
 
 def _cuobjdump(cubin: bytes, *flags: str) -> str:
+    """What the cuobjdump inside the Triton wheel prints for ``cubin`` with ``flags``, kept in Triton's own cache (next
+    to the compiles, under the same TRITON_CACHE_DIR): one disassembly per binary for every process that shares the
+    cache, the tests and the notebooks of one `make test` among them. cuobjdump is deterministic, so the key is the
+    binary, the flags and the tool itself."""
+    import hashlib
+
+    from triton.runtime.cache import get_cache_manager
+
     tool = triton.knobs.nvidia.cuobjdump.path
+    stat = os.stat(tool)
+    # Triton's cache keys are hexadecimal digests; this one cannot meet a compile's (their inputs differ).
+    key = hashlib.sha256(b"gluon_course cuobjdump\0" + cubin
+                         + repr((flags, tool, stat.st_size, stat.st_mtime_ns)).encode()).hexdigest()
+    cache = get_cache_manager(key)
+    name = "cuobjdump.txt"
+    stored = cache.get_file(name)
+    if stored is not None:
+        with open(stored, encoding="utf-8") as f:
+            return f.read()
     fd, path = tempfile.mkstemp(suffix=".cubin")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(cubin)
-        return subprocess.run([tool, *flags, path], check=True, capture_output=True, text=True).stdout
+        text = subprocess.run([tool, *flags, path], check=True, capture_output=True, text=True).stdout
     finally:
         os.remove(path)
+    cache.put(text, name, binary=False)
+    return text
 
 
 def _parse_sass(text: str) -> list[Instruction]:
