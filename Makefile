@@ -29,8 +29,12 @@ TORCH_INDEX_URL ?=
 PIP_QUIET ?= -q
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar off $(PIP_QUIET)
 
-# The lesson notebooks that exist (nbval runs them; none yet is not an error, a failing one is).
+# The lesson notebooks that exist (nbval runs them; none yet is not an error, a failing one is), last lesson first:
+# tests/ starts from the first lessons, and the two runs share one compile cache (Triton's, TRITON_CACHE_DIR or
+# ~/.triton/cache, which also keeps the toolkit's disassemblies), so each finds what the other compiled instead of
+# both compiling the same kernels at the same moment.
 NOTEBOOKS := $(sort $(wildcard lessons/*/lesson.ipynb))
+NOTEBOOKS_LAST_FIRST := $(shell printf '%s\n' $(NOTEBOOKS) | sort -r)
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # Warnings are errors; --all re-reads every page so a warning in an unchanged page is never hidden.
@@ -128,7 +132,7 @@ test-notebooks: venv
 ifeq ($(strip $(NOTEBOOKS)),)
 	@echo "nbval: no lesson notebooks (lessons/*/lesson.ipynb) yet, nothing to run"
 else
-	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(PYTEST_ARGS) $(NOTEBOOKS)
+	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(PYTEST_ARGS) $(NOTEBOOKS_LAST_FIRST)
 endif
 
 # ---------------------------------------------------------------------------------------------------
