@@ -1,19 +1,24 @@
 """The Gluon course toolkit.
 
-One package shared by the lessons, their notebooks, the tests and the command line, in four parts:
+One package shared by the lessons, their notebooks, the tests and the command line, in layers (book/authoring.md
+draws them; tests/test_imports.py holds every import to them):
 
+- ``course``, ``validate``, ``display``  the base: lessons discovered from ``solutions/NN-slug/``, what launchers
+               check about their arguments, source, tables and charts in notebooks
 - ``machine``  compile a Gluon kernel for sm_90 / sm_100 / gfx950 / gfx942 on any machine (no GPU needed) and
                read its machine code: opcode families per target, registers, spills, shared / LDS bytes,
                occupancy
 - ``memory``   layouts and memory access on the host: linear layouts and pictures, strides, the coalescing
-               (sector) model, the bank-conflict model
+               (sector) model, the bank-conflict models (shared memory, LDS)
 - ``measure``  on a GPU: fresh inputs, poisoned and guarded outputs, timing, ceilings (device copy, library
-               matmul), the copy and GEMM harnesses, Nsight Compute
+               matmul), the copy and GEMM harnesses, one launch in a child process, Nsight Compute
+- ``model``    the host model: a kernel's own Python body run on the CPU with numpy
 - ``grading``  checks and figures with stable keys, the runner shared by ``check``, the notebooks and the
-               tests, records, starters, the generated tables, the lesson scaffold
-
-plus ``course`` (lessons discovered from ``solutions/NN-slug/``), ``validate`` (what launchers check about
-their arguments) and ``display`` (source, tables and charts in notebooks).
+               tests, records, starters, the lesson scaffold, what the GEMM lessons' checks share
+- ``nvidia``, ``amd``  each vendor's home: its launchers' rules, layouts, listing readers, its lessons' checks,
+               figures and pictures
+- ``website``  the generated pages (README table, results, comparison, support matrix, instructors' facts), the
+               glossary's terms
 """
 import os as _os
 

@@ -108,13 +108,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "tables":
         from .course import repo_root
-        from .grading.report import update_tables
+        from .website import update_tables
 
         changed = update_tables(repo_root())
         print("updated: " + ", ".join(changed) if changed else "README.md and book/results.md already up to date")
         return 0
     if args.command == "translate":
-        from .translate import main as translate
+        from .grading.translate import main as translate
 
         return translate(args.lesson)
     if args.command == "new-lesson":

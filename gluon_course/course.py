@@ -20,6 +20,10 @@ from pathlib import Path
 
 FOLDER = re.compile(r"^(?P<number>\d{2})-(?P<slug>[a-z0-9-]+)$")
 TITLE = re.compile(r"^Lesson (?P<number>\d{2}) · (?P<title>.+?)\.?$")
+# A solution's gaps: each part the learner writes sits between these two lines (``grading.starters`` cuts them out of
+# the starter; ``display`` leaves the marker lines out of the source it shows).
+SOLUTION_BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION(?::\s*(?P<what>.*))?$")
+SOLUTION_END = re.compile(r"^\s*### END SOLUTION\s*$")
 
 
 def repo_root() -> Path:

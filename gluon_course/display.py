@@ -10,7 +10,7 @@ def show_source(obj) -> None:
 
     A ``@gluon.jit`` kernel or a ``triton.autotune`` wrapper is unwrapped to the Python function; the
     ``### BEGIN/END SOLUTION`` marker lines are left out."""
-    from .grading.starters import BEGIN, END
+    from .course import SOLUTION_BEGIN as BEGIN, SOLUTION_END as END
 
     fn = getattr(obj, "fn", obj)
     fn = getattr(fn, "fn", fn)
@@ -23,7 +23,7 @@ def show_diff(before, after, context: int = 2) -> None:
     (read from their files: one source of truth). ``before``/``after`` are kernels or functions."""
     import difflib
 
-    from .grading.starters import BEGIN, END
+    from .course import SOLUTION_BEGIN as BEGIN, SOLUTION_END as END
 
     def lines(obj):
         fn = getattr(getattr(obj, "fn", obj), "fn", getattr(obj, "fn", obj))

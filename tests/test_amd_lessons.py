@@ -9,8 +9,9 @@ import pytest
 import triton
 
 from gluon_course import load_checks, load_solution
-from gluon_course.grading import amd_gemm
-from gluon_course.machine import amdgcn, compile_cached
+from gluon_course import amd
+from gluon_course.amd import amdgcn
+from gluon_course.machine import compile_cached
 
 # The whole K loop (gfx950, fp16), the budget (VGPRs, arch, AGPRs, LDS, scratch) and the MFMAs' register files
 # (D, A, B, C) of each solution, exactly as Triton 3.9.0 compiles them.
@@ -64,8 +65,8 @@ def test_the_order_waits_and_regions_the_notebooks_state(number):
     assert amdgcn.first_order(k, ORDER_KINDS) == order
     assert amdgcn.loop_vmcnts(k) == waits
     assert [r["buffer load → LDS"] for r in amdgcn.regions(k)] == regions
-    assert amd_gemm.longest_burst(amdgcn.mfmas_between(k)) == burst
-    assert amd_gemm.prologue_facts(k) == prologue
+    assert amd.longest_burst(amdgcn.mfmas_between(k)) == burst
+    assert amd.prologue_facts(k) == prologue
 
 
 def test_version_5s_reads_land_in_the_next_steps_operand_registers():
@@ -95,7 +96,7 @@ def test_triton_inserts_the_barriers_the_lessons_write():
     loop is the same, instruction for instruction."""
     for number in ("24", "25"):
         text = load_solution(number).__file__
-        mod = amd_gemm.solution_variant(number, "gl.barrier()\n", "pass\n", "nobarrier")
+        mod = amd.solution_variant(number, "gl.barrier()\n", "pass\n", "nobarrier")
         plain = amdgcn.main_loop(_compiled(number)).instructions
         without = amdgcn.main_loop(load_checks(number).compiled(mod, "gfx950", "fp16")).instructions
         assert [i.text for i in without] == [i.text for i in plain], text
@@ -105,9 +106,9 @@ def test_a_wait_with_no_committed_group_before_it_emits_no_wait():
     """Why the host model keeps copies no commit_group closed in flight at every wait_group, 0 included (Triton's
     docstring says wait_group(0) waits for them): lesson 22 without its commit_group keeps ttg.async_wait {num = 0}
     in its TTGIR, but its K loop has no s_waitcnt vmcnt at all, so the LDS reads follow the copies unwaited."""
-    plain = amd_gemm.compiled(load_solution("22"), "gfx950", "fp16")
-    variant = amd_gemm.solution_variant("22", "        async_copy.commit_group()\n", "", "nocommit")
-    without = amd_gemm.compiled(variant, "gfx950", "fp16")
+    plain = amd.compiled(load_solution("22"), "gfx950", "fp16")
+    variant = amd.solution_variant("22", "        async_copy.commit_group()\n", "", "nocommit")
+    without = amd.compiled(variant, "gfx950", "fp16")
     assert amdgcn.loop_vmcnts(plain) == [0]
     assert "ttg.async_wait {num = 0" in without.ttgir and "ttg.async_commit_group" not in without.ttgir
     assert amdgcn.loop_vmcnts(without) == []
@@ -124,23 +125,23 @@ def test_version_6_parks_offsets_in_agprs():
 
 
 def test_the_two_accumulator_plant_spills_and_cd_regclass_removes_the_moves():
-    spill = amdgcn.budget(load_checks("26").compiled(amd_gemm.planted("26", "budget_gfx950"), "gfx950", "fp16"), 4)
+    spill = amdgcn.budget(load_checks("26").compiled(amd.planted("26", "budget_gfx950"), "gfx950", "fp16"), 4)
     assert (spill.vgprs, spill.scratch_bytes) == (512, 1336)
-    variant = amd_gemm.solution_variant("27", ', cd_regclass="a")', ")", "no_regclass")
+    variant = amd.solution_variant("27", ', cd_regclass="a")', ")", "no_regclass")
     k = load_checks("27").compiled(variant, "gfx950", "fp16")
     b = amdgcn.budget(k, 4)
     assert (amdgcn.instruction_mix(k)["AGPR move"], b.vgprs, b.arch_vgprs, b.agprs) == (107, 460, 256, 204)
     # Lesson 27: the LLVM attribute the vendor's switch sets changes nothing in Triton 3.9.0's listing.
-    sig = amd_gemm.signature("fp16")
+    sig = amd.signature("fp16")
     with_attr = compile_cached(variant.matmul_kernel, "gfx950", signature=sig, aligned=tuple(sig), num_warps=4,
-                               constexprs={**amd_gemm.TILE, **variant.kernel_layouts("gfx950")},
+                               constexprs={**amd.TILE, **variant.kernel_layouts("gfx950")},
                                llvm_fn_attrs="amdgpu-agpr-alloc=256")
     assert amdgcn.instruction_mix(with_attr) == amdgcn.instruction_mix(k)
     assert amdgcn.budget(with_attr, 4).row() == b.row()
 
 
 def test_version_9s_loop_is_version_8s():
-    assert amd_gemm.loop_memory(_compiled("29")) == amd_gemm.loop_memory(_compiled("28"))
+    assert amd.loop_memory(_compiled("29")) == amd.loop_memory(_compiled("28"))
 
 
 # -- the toolkit's readers, on a listing written by hand --------------------------------------------------------
@@ -169,8 +170,8 @@ def test_order_regions_and_gaps_read_off_a_listing():
         ["MFMA", "vmcnt(4)", "barrier", "LDS read"]
     assert [(r["MFMA"], r["buffer load → LDS"]) for r in amdgcn.regions(fake)] == [(1, 1), (1, 2)]
     assert amdgcn.mfmas_between(fake) == [0, 1, 1]
-    assert amd_gemm.longest_burst([0, 1, 1]) == 2 and amd_gemm.longest_burst([1, 0, 0]) == 3
-    assert amd_gemm.longest_burst([0, 0]) == 2 and amd_gemm.longest_burst([]) == 0
+    assert amd.longest_burst([0, 1, 1]) == 2 and amd.longest_burst([1, 0, 0]) == 3
+    assert amd.longest_burst([0, 0]) == 2 and amd.longest_burst([]) == 0
     assert amdgcn.loop_vmcnts(fake) == [4]
     assert amdgcn.instruction_mix(fake)["scratch"] == 1
     assert amdgcn.issue_string(amdgcn.main_loop(fake).instructions) == \
@@ -224,13 +225,13 @@ def test_the_remap_gives_each_xcd_a_contiguous_run():
 # -- the vendor's figures -------------------------------------------------------------------------------------
 
 def test_the_vendors_figures_and_the_tools_their_best_ones_need():
-    assert amd_gemm.VENDOR[9] == (1290, 0.6919) and amd_gemm.VENDOR[6][0] < amd_gemm.VENDOR[5][0]
-    refs = amd_gemm.vendor_references(7)
+    assert amd.VENDOR[9] == (1290, 0.6919) and amd.VENDOR[6][0] < amd.VENDOR[5][0]
+    refs = amd.vendor_references(7)
     variants = [r for r in refs if "their configuration" in r.source]
     assert [r.value for r in variants] == [1329, 1395, 1384]
     assert all("Triton 3.9.0" in r.source for r in variants)
     assert "amdgcnas" in variants[-1].source and "force-agpr" in variants[-1].source
-    assert all(v in amd_gemm.VENDOR_TOOLS for c, _, _ in sum(amd_gemm.VENDOR_VARIANTS.values(), ())
+    assert all(v in amd.VENDOR_TOOLS for c, _, _ in sum(amd.VENDOR_VARIANTS.values(), ())
                for v in c.split("+"))
 
 
@@ -238,7 +239,7 @@ def test_the_vendors_figures_and_the_tools_their_best_ones_need():
 
 def test_the_comparison_names_lessons_of_the_right_track_and_every_step():
     from gluon_course.course import lessons
-    from gluon_course.grading import comparison
+    from gluon_course.website import comparison
 
     known = lessons()
     for same in comparison.SAME:

@@ -11,7 +11,7 @@ from triton.experimental.gluon.language.amd import cdna3, cdna4
 from triton.experimental.gluon.language.amd.cdna4 import async_copy
 
 from gluon_course import load_solution
-from gluon_course.grading import amd_gemm
+from gluon_course import amd
 from gluon_course.model import Buffer, ModelError, ModelOutOfBounds, ModelRace, Pointer, run
 
 SHARED = gl.SwizzledSharedLayout(1, 1, 1, order=[0])
@@ -197,7 +197,7 @@ def test_correct_code_in_the_vendors_style_compiles_and_passes_the_host_checks(n
     from gluon_course.grading.runner import run_check
 
     number, old, new = PYTHON_STYLE[name]
-    variant = amd_gemm.solution_variant(number, old, new, "pystyle" + "".join(c for c in name if c.isalnum()))
+    variant = amd.solution_variant(number, old, new, "pystyle" + "".join(c for c in name if c.isalnum()))
     checks = load_checks(number)
     # The machine-code check compiles it: code that Triton compiles is what the host must run.
     keys = ("loop_gfx950", "xcd_order", "host_model") if number == "29" else ("pipeline_sm_90", "grouped_order",

@@ -10,8 +10,7 @@ import torch
 import triton
 
 from gluon_course import amd, load_checks, load_solution, validate
-from gluon_course.grading import amd_gemm
-from gluon_course.machine import amdgcn
+from gluon_course.amd import amdgcn
 from gluon_course.memory import lds
 
 # -- the AMDGCN reader ------------------------------------------------------------------------------------------
@@ -161,10 +160,10 @@ def test_the_launchers_contract_is_checked_with_sentences(cpu_tensors):
 
 def test_a_gpu_the_kernel_is_not_written_for_is_refused_with_a_sentence(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "SOME GPU")
-    monkeypatch.setattr(amd, "gpu_arch", lambda device=None: "cuda")
+    monkeypatch.setattr(amd.launch, "gpu_arch", lambda device=None: "cuda")
     with pytest.raises(RuntimeError, match="NVIDIA GPU: run lessons 10-19 here"):
         amd.require_amd_gpu(("gfx950",))
-    monkeypatch.setattr(amd, "gpu_arch", lambda device=None: "gfx942")
+    monkeypatch.setattr(amd.launch, "gpu_arch", lambda device=None: "gfx942")
     with pytest.raises(RuntimeError, match="this GPU is gfx942"):
         amd.require_amd_gpu(("gfx950",))
     assert amd.require_amd_gpu(("gfx950", "gfx942")) == "gfx942"
@@ -175,12 +174,12 @@ def test_a_gpu_the_kernel_is_not_written_for_is_refused_with_a_sentence(monkeypa
 # -- figures: arithmetic with provenance ---------------------------------------------------------------------------
 
 def test_the_peaks_and_the_vendors_fractions():
-    assert round(amd_gemm.PEAKS["gfx950"].tflops, 1) == 2516.6
-    assert round(amd_gemm.PEAKS["gfx942"].tflops, 1) == 1307.4
-    refs = amd_gemm.vendor_references(4)
+    assert round(amd.PEAKS["gfx950"].tflops, 1) == 2516.6
+    assert round(amd.PEAKS["gfx942"].tflops, 1) == 1307.4
+    refs = amd.vendor_references(4)
     assert refs[0].value == 1123 and "the vendor's measurement, not ours" in refs[0].source
     assert refs[1].value == round(1123 / 2516.6, 4)
-    expect = amd_gemm.provisional_range(4)
+    expect = amd.provisional_range(4)
     assert expect.low == round(1123 / 1489 * 0.5, 4) and expect.high == round(1123 / 1489 * 1.5, 4)
     assert "PROVISIONAL" in expect.why and expect.ceiling == "hipBLASLt"
 
@@ -188,21 +187,21 @@ def test_the_peaks_and_the_vendors_fractions():
 def test_every_vendor_figure_names_the_one_revision_it_is_read_from():
     """AMD's figures moved between revisions of their pages (the blog's best: 1619 TFLOPS in 745a2984, 1489 in the
     published 39dbe25a), so each figure the course quotes carries the commit it was read from."""
-    assert amd_gemm.VENDOR_BEST == 1489 and "39dbe25a" in amd_gemm.VENDOR_BEST_SOURCE
-    assert "745a2984" in amd_gemm.VENDOR_BEST_SOURCE and "1619" in amd_gemm.VENDOR_BEST_SOURCE
-    assert "04322ed8" in amd_gemm.VENDOR_SOURCE
-    for version in amd_gemm.VENDOR:
-        for ref in amd_gemm.vendor_references(version):
+    assert amd.VENDOR_BEST == 1489 and "39dbe25a" in amd.VENDOR_BEST_SOURCE
+    assert "745a2984" in amd.VENDOR_BEST_SOURCE and "1619" in amd.VENDOR_BEST_SOURCE
+    assert "04322ed8" in amd.VENDOR_SOURCE
+    for version in amd.VENDOR:
+        for ref in amd.vendor_references(version):
             assert any(pin in ref.source for pin in ("04322ed8", "39dbe25a", "specifications")), ref.source
-    assert amd_gemm.VENDOR_REVISIONS in amd_gemm.provisional_range(0).why
+    assert amd.VENDOR_REVISIONS in amd.provisional_range(0).why
 
 
 def test_without_an_amd_gpu_the_notebook_says_so(capsys):
-    lab = amd_gemm.AmdLab("22")
+    lab = amd.AmdLab("22")
     lab.correctness()
     lab.figures()
     out = capsys.readouterr().out
-    assert out.count(amd_gemm.NOT_MEASURED) == 1 + len(lab.checks.correctness) + len(lab.checks.figures)
+    assert out.count(amd.NOT_MEASURED) == 1 + len(lab.checks.correctness) + len(lab.checks.figures)
     assert "the vendor's measurement, not ours" in out
 
 
@@ -243,11 +242,11 @@ def test_the_mix_chart_draws_one_bar_per_version():
     matplotlib.use("Agg")
     rows = {"v0": PINNED["20"][0] | {n: 0 for n, _ in amdgcn.MIX if n not in PINNED["20"][0]},
             "v4": PINNED["24"][0] | {n: 0 for n, _ in amdgcn.MIX if n not in PINNED["24"][0]}}
-    fig = amd_gemm.mix_chart(rows, "test")
+    fig = amd.mix_chart(rows, "test")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["v4", "v0"]
     assert len(ax.patches) == 2 * sum(1 for name, _ in amdgcn.MIX if rows["v0"][name] or rows["v4"][name])
-    table = amd_gemm.mix_table(rows)
+    table = amd.mix_table(rows)
     assert table[-1] == ["total", sum(rows["v0"].values()), sum(rows["v4"].values())]
 
 
@@ -265,7 +264,7 @@ def test_the_masks_of_each_load_are_read_off_the_ttgir():
     }
     %ptrs = tt.splat %a_ptr : !tt.ptr<f16> -> tensor<4x!tt.ptr<f16>, #b>
 """
-    assert amd_gemm.load_masks(ttgir) == [("a_ptr", frozenset({"K"})), ("a_ptr", frozenset({"M", "K"}))]
+    assert amd.load_masks(ttgir) == [("a_ptr", frozenset({"K"})), ("a_ptr", frozenset({"M", "K"}))]
 
 
 def test_the_waves_share_the_accumulator_in_interleaved_16_by_16_blocks():

@@ -1,5 +1,6 @@
 """The course website: it builds with no warning, loads nothing from other hosts, every internal link resolves, every
-lesson page has its launch buttons, and every page renders in a real (headless) browser with networking cut off:
+lesson page has its download button (and its Colab and Binder buttons when the build is given the repository, from
+the one setting GLUON_COURSE_REPOSITORY: the config is built both ways), and every page renders in a real (headless) browser with networking cut off:
 no console error, no request to another host, every image loaded, every formula typeset, every table within the page
 at 1280 px; each lesson page shows its title, plots and results; and the site's search finds a GEMM lesson's term.
 
@@ -15,7 +16,6 @@ import json
 import os
 import re
 import threading
-import warnings
 from html.parser import HTMLParser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -172,35 +172,81 @@ def test_every_internal_link_resolves(book_html):
     assert not broken, f"{len(broken)} internal links lead nowhere:\n" + "\n".join(broken[:40])
 
 
-PLACEHOLDER_REPOSITORY = "https://github.com/PLACEHOLDER-OWNER/PLACEHOLDER-REPOSITORY"
+def _launch_buttons():
+    """book/_ext/launch_buttons.py, the extension that gives the lesson pages their launch buttons."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("launch_buttons", ROOT / "book" / "_ext" / "launch_buttons.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _repository() -> dict:
-    return yaml.safe_load((ROOT / "_config.yml").read_text()).get("repository") or {}
+def _sphinx_theme_options(repository: str | None, monkeypatch) -> dict:
+    """The ``html_theme_options`` a build of the site runs with: Jupyter Book's Sphinx configuration made from
+    _config.yml, then the launch-button extension's step, with ``GLUON_COURSE_REPOSITORY`` set or not."""
+    import types
+
+    from jupyter_book.config import get_final_config
+
+    sphinx_config, _ = get_final_config(user_yaml=ROOT / "_config.yml", cli_config={"latex_individualpages": False},
+                                        sourcedir=ROOT, use_external_toc=False)
+    assert "launch_buttons" in sphinx_config["extensions"], "_config.yml does not load book/_ext/launch_buttons.py"
+    ext = _launch_buttons()
+    for name in (ext.REPOSITORY, ext.BRANCH):
+        monkeypatch.delenv(name, raising=False)
+    if repository is not None:
+        monkeypatch.setenv(ext.REPOSITORY, repository)
+    config = types.SimpleNamespace(html_theme_options=sphinx_config["html_theme_options"])
+    ext._config_inited(None, config)
+    return config.html_theme_options
 
 
-def test_launch_buttons_are_configured():
-    """Colab's button needs the repository on GitHub (owner and name) and a branch; the placeholder is allowed, with a
-    warning, until the course's public address is settled."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    launch = config.get("launch_buttons") or {}
-    assert launch.get("colab_url") == "https://colab.research.google.com", "_config.yml: launch_buttons.colab_url unset"
-    url = _repository().get("url", "")
-    assert re.fullmatch(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", url), (
-        f"_config.yml: repository.url must be the course's GitHub repository (https://github.com/OWNER/NAME), got {url!r}")
-    assert _repository().get("branch"), "_config.yml: repository.branch unset (the launch links name it)"
-    if url == PLACEHOLDER_REPOSITORY:
-        warnings.warn("_config.yml: repository.url is still the placeholder; the Colab buttons will not open the course "
-                      "until it names the public repository", UserWarning)
+def test_without_the_repository_setting_the_config_has_no_launch_button(monkeypatch):
+    options = _sphinx_theme_options(None, monkeypatch)
+    launch = options.get("launch_buttons") or {}
+    providers = {key: launch.get(key) for key in ("colab_url", "binderhub_url", "jupyterhub_url", "thebe",
+                                                  "deepnote_url", "jupyterlite_url") if launch.get(key)}
+    assert not providers, f"_config.yml gives launch buttons without a repository: {providers}"
+    assert not options.get("repository_url"), f"_config.yml names a repository: {options.get('repository_url')}"
+
+
+@pytest.mark.parametrize("setting", ["my-org/gluon-course", "https://github.com/my-org/gluon-course.git"])
+def test_the_repository_setting_gives_colab_and_binder_buttons(monkeypatch, setting):
+    options = _sphinx_theme_options(setting, monkeypatch)
+    assert options["repository_url"] == "https://github.com/my-org/gluon-course"
+    assert options["repository_branch"] == "main" and options["path_to_docs"] == ""
+    launch = options["launch_buttons"]
+    assert launch["colab_url"] == "https://colab.research.google.com" and launch["binderhub_url"] == "https://mybinder.org"
+    assert launch["notebook_interface"] == "jupyterlab" and not launch.get("thebe")
+    monkeypatch.setenv("GLUON_COURSE_BRANCH", "published")
+    config = type("Config", (), {"html_theme_options": {}})()
+    _launch_buttons()._config_inited(None, config)
+    assert config.html_theme_options["repository_branch"] == "published"
+
+
+def test_a_repository_setting_not_of_the_form_owner_name_is_refused(monkeypatch):
+    from sphinx.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="owner/name"):
+        _sphinx_theme_options("gluon-course", monkeypatch)
 
 
 @pytest.mark.parametrize("page", LESSON_PAGES, ids=[p.split("/")[1] for p in LESSON_PAGES])
-def test_lesson_page_has_its_launch_and_download_buttons(book_html, page):
-    repo = _repository()
-    owner_name = repo["url"].removeprefix("https://github.com/")
-    colab = f"https://colab.research.google.com/github/{owner_name}/blob/{repo['branch']}/{page}.ipynb"
+def test_lesson_page_has_its_download_button_and_launch_buttons_only_with_a_repository(book_html, page):
+    """The site built by the tests has a Colab and a Binder button on every lesson page exactly when the build was
+    given the repository (GLUON_COURSE_REPOSITORY; by default it is not), and a download button always."""
+    ext = _launch_buttons()
+    owner_name = ext.repository(os.environ.get(ext.REPOSITORY))
     hrefs = _anchors(book_html / f"{page}.html").hrefs
-    assert colab in hrefs, f"{page}: no Colab button opening {page}.ipynb (links: {[h for h in hrefs if 'colab' in h]})"
+    launch = [h for h in hrefs if h.startswith((ext.COLAB_URL, ext.BINDERHUB_URL))]
+    if owner_name is None:
+        assert not launch, f"{page}: launch buttons without a repository: {launch}"
+    else:
+        branch = os.environ.get(ext.BRANCH, "").strip() or "main"
+        assert f"{ext.COLAB_URL}/github/{owner_name}/blob/{branch}/{page}.ipynb" in hrefs, f"{page}: no Colab button"
+        assert f"{ext.BINDERHUB_URL}/v2/gh/{owner_name}/{branch}?urlpath=lab/tree/{page}.ipynb" in hrefs, \
+            f"{page}: no Binder button"
     downloads = [h for h in hrefs if h.endswith(".ipynb") and "_sources" in h]
     assert downloads, f"{page}: no download button for the notebook"
     assert all(((book_html / page).parent / h).resolve().exists() for h in downloads), f"{page}: {downloads} missing"

@@ -15,7 +15,8 @@ import pytest
 import torch
 from triton.runtime.jit import JITFunction
 
-from gluon_course import amd, hopper, lessons, load_solution, validate
+from gluon_course import amd, lessons, load_solution, validate
+from gluon_course.nvidia import hopper
 
 # Every lesson with a GEMM launcher: the NVIDIA track, the AMD track, and lesson 30's translations.
 GEMM_LESSONS = [f"{n}" for n in (*range(10, 20), *range(20, 30), 30)]
@@ -78,7 +79,7 @@ def armed(monkeypatch):
     monkeypatch.setattr(validate, "empty_product", spy)
     for name in ("get_device_properties", "current_device", "synchronize", "get_device_name"):
         monkeypatch.setattr(torch.cuda, name, Tripwire(f"torch.cuda.{name}", fired))
-    for module in (amd, hopper):
+    for module in (amd.launch, hopper):
         for name in DEVICE_NAMES:
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, Tripwire(f"{module.__name__}.{name}", fired))

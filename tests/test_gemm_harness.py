@@ -257,7 +257,7 @@ def test_refuses_names_the_case_that_got_through():
 # -- the Hopper lessons' host side (gluon_course/hopper.py), on the CPU ---------------------------------
 
 def test_tma_descriptor_names_the_16_byte_rule_and_the_way_out():
-    from gluon_course.hopper import tma_descriptor
+    from gluon_course.nvidia.hopper import tma_descriptor
 
     desc = tma_descriptor("a", torch.zeros(1000, 1000, dtype=torch.bfloat16), [128, 32])
     assert list(desc.block_shape) == [128, 32]
@@ -266,7 +266,7 @@ def test_tma_descriptor_names_the_16_byte_rule_and_the_way_out():
 
 
 def test_wgmma_tiles_outside_the_instruction_are_refused():
-    from gluon_course.hopper import require_wgmma_tile
+    from gluon_course.nvidia.hopper import require_wgmma_tile
 
     require_wgmma_tile(128, 128, 32, 4, 3)
     require_wgmma_tile(128, 256, 64, 8, 3)

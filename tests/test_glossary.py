@@ -1,6 +1,6 @@
-"""The glossary (book/glossary.md) against the course's terms (gluon_course/glossary.py) and the lessons.
+"""The glossary (book/glossary.md) against the course's terms (gluon_course/website/glossary.py) and the lessons.
 
-"A lesson uses a term" is decided two ways, both in gluon_course.glossary: the term's pattern matches the prose of the
+"A lesson uses a term" is decided two ways, both in gluon_course.website.glossary: the term's pattern matches the prose of the
 lesson's notebook, or the lesson's solution calls a Gluon name the term stands for. Every hardware-specific Gluon name
 a solution calls must belong to a term, so a new instruction, layout or copy in a lesson fails here until the glossary
 has its entry. No GPU, no book build: this runs in a second.
@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from gluon_course import glossary, lessons
+from gluon_course import lessons
+from gluon_course.website import glossary
 from gluon_course.course import repo_root
 
 ROOT = repo_root()
@@ -35,19 +36,19 @@ def _target(term: glossary.Term) -> str | None:
 def test_the_glossary_parses():
     assert len(ENTRIES) >= 50, f"book/glossary.md: only {len(ENTRIES)} entries found; is it still a definition list?"
     doubled = sorted({t.entry for t in TERMS if [u.entry for u in TERMS].count(t.entry) > 1})
-    assert not doubled, f"terms listed twice in gluon_course/glossary.py: {doubled}"
+    assert not doubled, f"terms listed twice in gluon_course/website/glossary.py: {doubled}"
 
 
 def test_every_course_term_has_an_entry():
     missing = [t.entry for t in TERMS if t.entry not in ENTRIES]
-    assert not missing, ("gluon_course/glossary.py lists terms with no entry in book/glossary.md (an entry's first "
+    assert not missing, ("gluon_course/website/glossary.py lists terms with no entry in book/glossary.md (an entry's first "
                          f"line must be the term exactly): {missing}")
 
 
 def test_every_entry_is_a_course_term():
     known = {t.entry for t in TERMS}
     extra = [entry for entry in ENTRIES if entry not in known]
-    assert not extra, ("book/glossary.md has entries gluon_course/glossary.py does not list (add a Term: where it is "
+    assert not extra, ("book/glossary.md has entries gluon_course/website/glossary.py does not list (add a Term: where it is "
                        f"taught, how a lesson says it): {extra}")
 
 
@@ -98,7 +99,7 @@ def test_every_gluon_name_a_lesson_calls_is_a_glossary_term(number):
     names = glossary.lesson_gluon_names(number)
     uncovered = sorted(name for name in names if glossary.covering(name) is None)
     assert not uncovered, (f"lesson {number} calls Gluon names no glossary term covers: {uncovered}. Add a Term to "
-                           "gluon_course/glossary.py (its api lists them) and its entry to book/glossary.md, with a "
+                           "gluon_course/website/glossary.py (its api lists them) and its entry to book/glossary.md, with a "
                            "link to the lesson that teaches it")
     for name in names:
         term = glossary.covering(name)

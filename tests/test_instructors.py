@@ -10,7 +10,7 @@ import pytest
 
 from gluon_course import lessons
 from gluon_course.course import repo_root
-from gluon_course.grading.support import notebook_minutes
+from gluon_course.website.support import notebook_minutes
 
 PAGE = repo_root() / "book" / "instructors.md"
 ROW = re.compile(r"^\|\s*(\d+):(\d\d)\s*\|\s*(\d+)\s*\|\s*([^|]*)\|")

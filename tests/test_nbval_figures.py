@@ -2,8 +2,10 @@
 the recording, so every measured number has to be masked (tests/nbval_sanitize.cfg) while every verdict and every
 deterministic count still compares exactly. Shown here on the CPU by replaying a GEMM notebook's figure cells
 against recorded figures that are 20% higher or lower (nbval must pass, as for a live run on another day) and
-against one figure outside its range (nbval must fail: a verdict changed)."""
+against one figure outside its range (nbval must fail: a verdict changed). The three replays run in one nbval run,
+each notebook pointing the toolkit at its own results/ from a first cell."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -17,15 +19,18 @@ from gluon_course.grading import records
 
 LESSON = "14"                    # a recorded GEMM notebook
 FIGURE_CELLS = ("lab.figures()", "lab.versions_chart(", "Lab(\"")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _figure_notebook(path) -> None:
-    """The lesson's notebook, cut to its set-up cell and the cells that show figures (with their committed outputs)."""
+def _figure_notebook(path, results) -> None:
+    """The lesson's notebook, cut to its set-up cell and the cells that show figures (with their committed outputs),
+    after a first cell (with no output) that points the toolkit at ``results`` (GLUON_COURSE_RESULTS_DIR)."""
     nb = nbformat.read(lesson(LESSON).notebook_path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     keep = [code[0]] + [c for c in code[1:] if any(m in c.source for m in FIGURE_CELLS[:2])]
     assert len(keep) >= 2, "the notebook has no figure cells to replay"
-    nb.cells = keep
+    first = nbformat.v4.new_code_cell(f"import os\nos.environ['GLUON_COURSE_RESULTS_DIR'] = {str(results)!r}")
+    nb.cells = [first] + keep
     nbformat.write(nb, path)
 
 
@@ -58,34 +63,41 @@ def _results(tmp_path, factor: float, flip: str | None = None):
     return folder
 
 
-def _nbval(notebook, results) -> subprocess.CompletedProcess:
-    env = {"GLUON_COURSE_RESULTS_DIR": str(results), "PATH": "/usr/bin:/bin"}
-    import os
-
-    env = {**os.environ, **env}
-    return subprocess.run([sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "--nbval-sanitize-with",
-                           str(repo_root() / "tests" / "nbval_sanitize.cfg"), str(notebook), "-q",
-                           "-p", "no:cacheprovider"], cwd=notebook.parent, capture_output=True, text=True, env=env,
-                          timeout=600)
+CASES = {"figures_0.8": (0.8, None), "figures_1.2": (1.2, None), "flipped": (1.0, f"{LESSON}/bf16_8192")}
 
 
 @pytest.fixture(scope="module")
-def figure_notebook(tmp_path_factory):
+def replays(tmp_path_factory):
+    """Each case's copy of the figure notebook, its first cell pointing the toolkit at its own results/ (scaled, or
+    with a flipped verdict), all replayed by one nbval run: {case: (passed, what nbval said about it)}."""
     if not records.load()["figures"].get(f"{LESSON}/bf16_8192"):
         pytest.skip(f"lesson {LESSON} is not recorded")
     folder = tmp_path_factory.mktemp("replay")
-    path = folder / "figures.ipynb"
-    _figure_notebook(path)
-    return path
+    for case, (factor, flip) in CASES.items():
+        results = _results(tmp_path_factory.mktemp(case), factor, flip)
+        _figure_notebook(folder / f"{case}.ipynb", results)
+    run = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "--nbval-sanitize-with",
+                          str(repo_root() / "tests" / "nbval_sanitize.cfg"), *(f"{case}.ipynb" for case in CASES),
+                          "-q", "-rA", "-p", "no:cacheprovider", "--rootdir", str(folder)], cwd=folder,
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "PATH": "/usr/bin:/bin"})
+    out = ANSI.sub("", run.stdout)
+    said = {}
+    for case in CASES:
+        verdicts = re.findall(rf"^(PASSED|FAILED|ERROR) {re.escape(case)}\.ipynb::", out, re.M)
+        assert verdicts, f"nbval reported nothing on {case}.ipynb:\n{out[-3000:]}{run.stderr[-2000:]}"
+        details = "".join(re.findall(rf"^_+ {re.escape(case)}\.ipynb::Cell \d+ _+\n(.*?)(?=^_{{3,}} |^={{3,}})", out,
+                                     re.M | re.S))
+        said[case] = (set(verdicts) == {"PASSED"}, details or out[-3000:])
+    return said
 
 
 @pytest.mark.parametrize("factor", [0.8, 1.2])
-def test_figures_20_percent_off_still_pass_nbval(figure_notebook, tmp_path, factor):
-    run = _nbval(figure_notebook, _results(tmp_path, factor))
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+def test_figures_20_percent_off_still_pass_nbval(replays, factor):
+    passed, said = replays[f"figures_{factor}"]
+    assert passed, said[-3000:]
 
 
-def test_a_flipped_verdict_fails_nbval(figure_notebook, tmp_path):
-    run = _nbval(figure_notebook, _results(tmp_path, 1.0, flip=f"{LESSON}/bf16_8192"))
-    assert run.returncode != 0, "nbval passed although a figure's verdict changed from ✓ in range to ✗ below"
-    assert "✗_below" in run.stdout or "✗ below" in run.stdout, run.stdout[-3000:]
+def test_a_flipped_verdict_fails_nbval(replays):
+    passed, said = replays["flipped"]
+    assert not passed, "nbval passed although a figure's verdict changed from ✓ in range to ✗ below"
+    assert "✗_below" in said or "✗ below" in said, said[-3000:]

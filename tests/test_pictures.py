@@ -1,4 +1,4 @@
-"""gluon_course.pictures: the ring of a pipelined GEMM drawn from the kernel's own run in the host model. These tests
+"""gluon_course.nvidia.pictures: the ring of a pipelined GEMM drawn from the kernel's own run in the host model. These tests
 read the traces of the lessons' solutions (one small problem each, on the CPU) and check what the pictures claim:
 every K step is copied before it is read and read before its slot is refilled; each slot's barrier goes through
 its phases with alternating parities; the figures have one labelled row per slot."""
@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from gluon_course import load_checks  # noqa: E402
-from gluon_course.pictures import (barrier_figure, barrier_history, ring_picture, ring_timeline,  # noqa: E402
+from gluon_course.nvidia.pictures import (barrier_figure, barrier_history, ring_picture, ring_timeline,  # noqa: E402
                                    ring_trace, slot_fills)
 
 

@@ -1,21 +1,22 @@
 """The GPU support matrix (book/support.md), the instructors' lesson facts and the home page's lesson tables: generated
-from the lessons (gluon_course/grading/support.py, report.py), never stale, and saying what the lessons declare."""
+from the lessons (gluon_course/website/support.py, results.py), never stale, and saying what the lessons declare."""
 from __future__ import annotations
 
 from gluon_course import lessons
 from gluon_course.course import repo_root
-from gluon_course.grading import report, support
+from gluon_course.website import results, support
+from gluon_course.website.pages import replace_between
 
 ROOT = repo_root()
 
 
 def test_the_generated_pages_are_up_to_date():
     stale = support.update(ROOT, write=False)
-    if report._replace_between(ROOT / "book" / "intro.md", report.HOME_BEGIN, report.END.format("LESSONS"),
-                               report.home_markdown(), write=False):
+    if replace_between(ROOT / "book" / "intro.md", results.HOME_BEGIN, results.END.format("LESSONS"),
+                       results.home_markdown(), write=False):
         stale.append("book/intro.md")
-    if report._replace_between(ROOT / "book" / "results.md", report.RESULTS_BEGIN, report.END.format("RESULTS"),
-                               report.results_markdown(), write=False):
+    if replace_between(ROOT / "book" / "results.md", results.RESULTS_BEGIN, results.END.format("RESULTS"),
+                       results.results_markdown(), write=False):
         stale.append("book/results.md")
     assert not stale, f"{', '.join(stale)} out of step with the lessons and results/: run `python -m gluon_course tables`"
 

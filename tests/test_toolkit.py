@@ -144,7 +144,7 @@ def test_launcher_errors_say_what_to_do():
 def test_generated_tables_are_up_to_date():
     """The README's lesson table and the website's results page come from results/ and the lessons' metadata."""
     from gluon_course.course import repo_root
-    from gluon_course.grading.report import update_tables
+    from gluon_course.website import update_tables
 
     stale = update_tables(repo_root(), write=False)
     assert not stale, f"{', '.join(stale)} out of step with results/ and the lessons: run `python -m gluon_course tables`"
@@ -228,15 +228,16 @@ def test_a_recording_writes_only_the_lesson_being_recorded(monkeypatch):
 
 def test_the_progression_plot_keeps_the_data_it_was_drawn_from(tmp_path):
     """`tables` redraws the results page's plot only when the recorded figures change; the PNG says which it shows."""
-    from gluon_course.grading import report
+    from gluon_course.website import results
+    from gluon_course.website.pages import png_description
 
     bars = [("v0\nCUDA cores", 0.033, 0.032, 0.034, "2026-12-01"), ("v1\ntensor cores", 0.17, 0.16, 0.18, "2026-12-01")]
     path = tmp_path / "plot.png"
-    assert report._png_description(path) is None
-    report.draw_progression(path, bars, "a GPU", triton=0.95)
-    assert report._png_description(path) == report._progression_description(bars, 0.95)
-    assert report._png_description(path) != report._progression_description(bars[:1], 0.95)
-    assert report._png_description(path) != report._progression_description(bars)
+    assert png_description(path) is None
+    results.draw_progression(path, bars, "a GPU", triton=0.95)
+    assert png_description(path) == results._progression_description(bars, 0.95)
+    assert png_description(path) != results._progression_description(bars[:1], 0.95)
+    assert png_description(path) != results._progression_description(bars)
 
 
 def test_a_live_figure_is_measured_once_per_notebook(monkeypatch):

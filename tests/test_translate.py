@@ -1,4 +1,4 @@
-"""Lesson 30's translations and the toolkit that makes and reads them (gluon_course.translate): the committed files are
+"""Lesson 30's translations and the toolkit that makes and reads them (gluon_course.grading.translate): the committed files are
 what Triton's translator writes now, the lesson's plain-Triton GEMM is the course's, one_step.py is the translation
 plus one change, and the counting and the decision table do what they say."""
 import ast
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from gluon_course.course import lesson, load_solution, repo_root
 from gluon_course.measure import plain_triton
-from gluon_course.translate import (HEADER, as_if_on, code_lines, decision_table, stale_translations,
+from gluon_course.grading.translate import (HEADER, as_if_on, code_lines, decision_table, stale_translations,
                                     translation_path, verdict)
 
 

@@ -37,7 +37,7 @@ def test_an_exception_is_recorded_as_raised():
 
 
 @pytest.mark.parametrize("number, module_path", [("17", "gluon_course.grading.gemm_kernel"),
-                                                 ("21", "gluon_course.grading.amd_gemm")])
+                                                 ("21", "gluon_course.amd.checks")])
 def test_the_host_models_fallback_is_not_checked_never_a_pass(number, module_path, monkeypatch):
     """When the model meets an operation it does not know, the check says so and passes nothing (NVIDIA and AMD)."""
     from gluon_course import load_checks

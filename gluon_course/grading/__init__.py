@@ -1,13 +1,18 @@
 """Grading: what a lesson is checked against and everything that runs those checks.
 
-- ``checks``    ``LessonChecks``, ``Check``, ``Figure``, ``Expectation`` (range + course target), ``Plant``
-- ``runner``    the one runner (``run_check``, ``measure_figure``, ``check``): a learner's mistake is a sentence
-- ``errors``    how a compiler or launch error becomes that sentence, with a hint
-- ``notebook``  ``Lab``: live figures on a GPU, recorded ones elsewhere
-- ``records``   ``results/<gpu>.json``, keyed by lesson and stable key
-- ``starters``  ``starter.py`` generated from ``solution.py``
-- ``report``    the generated tables (website results page, README lesson table)
-- ``scaffold``  a new lesson's author folder, ready to fill
+- ``checks``     ``LessonChecks``, ``Check``, ``Figure``, ``Expectation`` (range + course target), ``Plant``
+- ``runner``     the one runner (``run_check``, ``measure_figure``, ``check``): a learner's mistake is a sentence
+- ``errors``     how a compiler or launch error becomes that sentence, with a hint
+- ``notebook``   ``Lab``: live figures on a GPU, recorded ones elsewhere
+- ``records``    ``results/<gpu>.json``, keyed by lesson and stable key
+- ``starters``   ``starter.py`` generated from ``solution.py``
+- ``scaffold``   a new lesson's author folder, ready to fill
+- ``counts``     a compile's counts against a lesson's table, as one sentence
+- ``gemm``, ``gemm_kernel``, ``tma_gemm``  what the GEMM lessons' checks share (``tma_gemm``: the TMA lessons, 14 on)
+- ``translate``  lesson 30's tools: Triton's translator, plain Triton compiled, the decision table
+
+Grading imports the base and the four concerns (machine, memory, measure, model), never a vendor's home or the
+website: those build on it.
 """
 from .checks import Check, CourseTarget, Expectation, Figure, LessonChecks, NotChecked, Passed, Plant, Reference
 from . import records

@@ -17,10 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..course import lesson, lessons
-
-BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION(?::\s*(?P<what>.*))?$")
-END = re.compile(r"^\s*### END SOLUTION\s*$")
+from ..course import SOLUTION_BEGIN as BEGIN, SOLUTION_END as END, lesson, lessons
 
 HEADER = ('# Lesson {number} starter, generated from solutions/{folder}/solution.py. Fill in each "TODO gap" below, here\n'
           '# in this file, then run:  python -m gluon_course check {number}   (`make starters` rewrites it: keep a copy)\n')

@@ -9,7 +9,7 @@ import os
 import re
 
 from ..course import load_module_file
-from .checks import Reference
+from .checks import Passed, Reference
 from .gemm import empty_operands, refuses
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
@@ -78,9 +78,15 @@ def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False):
     lines, first = inspect.getsourcelines(mod.matmul_kernel.fn)
     def_line = first + next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
     file = os.path.basename(mod.__file__)
+    at = f"{file}:{def_line}"
     problem = sanitizer_check(f"{__file__}:small_launch", [mod.__file__, *shape], tools=SANITIZER_TOOLS,
-                              ignore_race_at=f"{file}:{def_line}")
-    return problem
+                              ignore_race_at=at)
+    if problem:
+        return problem
+    # The same words whether or not racecheck reported the compiler's pair this time (it does so now and then).
+    return Passed(f"racecheck: no hazard in the kernel's own code (hazards between two accesses at {at}, the "
+                  "compiler's warp-specialization state, which mbarriers order and racecheck cannot see, are not "
+                  "counted)")
 
 
 

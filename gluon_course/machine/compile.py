@@ -466,14 +466,34 @@ def _masks(ttgir: str) -> list[dict]:
 
 
 def _cuobjdump(cubin: bytes, *flags: str) -> str:
+    """What the cuobjdump inside the Triton wheel prints for ``cubin`` with ``flags``, kept in Triton's own cache (next
+    to the compiles, under the same TRITON_CACHE_DIR): one disassembly per binary for every process that shares the
+    cache, the tests and the notebooks of one `make test` among them. cuobjdump is deterministic, so the key is the
+    binary, the flags and the tool itself."""
+    import hashlib
+
+    from triton.runtime.cache import get_cache_manager
+
     tool = triton.knobs.nvidia.cuobjdump.path
+    stat = os.stat(tool)
+    # Triton's cache keys are hexadecimal digests; this one cannot meet a compile's (their inputs differ).
+    key = hashlib.sha256(b"gluon_course cuobjdump\0" + cubin
+                         + repr((flags, tool, stat.st_size, stat.st_mtime_ns)).encode()).hexdigest()
+    cache = get_cache_manager(key)
+    name = "cuobjdump.txt"
+    stored = cache.get_file(name)
+    if stored is not None:
+        with open(stored, encoding="utf-8") as f:
+            return f.read()
     fd, path = tempfile.mkstemp(suffix=".cubin")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(cubin)
-        return subprocess.run([tool, *flags, path], check=True, capture_output=True, text=True).stdout
+        text = subprocess.run([tool, *flags, path], check=True, capture_output=True, text=True).stdout
     finally:
         os.remove(path)
+    cache.put(text, name, binary=False)
+    return text
 
 
 def _parse_sass(text: str) -> list[Instruction]:
@@ -512,16 +532,28 @@ class CourseToolError(Exception):
 
 
 def _ptxas_log(k: Compiled) -> str:
+    """What ptxas -v says about the kernel: ptxas run again on its PTX, with the compile's options, once per binary
+    for every process that shares Triton's cache (the log is kept there, like the disassembly)."""
     import contextlib
+    import hashlib
     import io
     import types
 
     from triton.backends.nvidia.compiler import CUDABackend
+    from triton.runtime.cache import get_cache_manager
 
     md = k.metadata
     options = types.SimpleNamespace(enable_fp_fusion=md.enable_fp_fusion, ptx_options=md.ptx_options,
                                     instrumentation_mode=getattr(md, "instrumentation_mode", ""))
     backend = CUDABackend(target_named(k.target))
+    key = hashlib.sha256(b"gluon_course ptxas log\0" + k.asm["cubin"] + k.ptx.encode()
+                         + repr((vars(options), backend.target.arch, triton.__version__,
+                                 triton.knobs.nvidia.ptxas.path)).encode()).hexdigest()
+    cache = get_cache_manager(key)
+    stored = cache.get_file("ptxas.log")
+    if stored is not None:
+        with open(stored, encoding="utf-8") as f:
+            return f.read()
     printed = io.StringIO()
     with triton.knobs.nvidia.scope(), _captured_stderr():
         triton.knobs.nvidia.dump_ptxas_log = True
@@ -530,6 +562,7 @@ def _ptxas_log(k: Compiled) -> str:
     if cubin != k.asm["cubin"]:
         raise CourseToolError(f"ptxas, run again on {k.kernel_name}'s PTX, gave another cubin than the compile did: "
                               "its log would describe another binary")
+    cache.put(printed.getvalue(), "ptxas.log", binary=False)
     return printed.getvalue()
 
 

@@ -32,7 +32,7 @@ from . import shims
 from .runtime import ModelError, current, program
 from .shims import Pointer, Shared, as_tensor, check_write, round_to, value_of
 
-# The range Triton's buffer descriptors cover from their base: 2^31 - 2 bytes (gluon_course.amd.BUFFER_BYTES).
+# The range Triton's buffer descriptors cover from their base: 2^31 - 2 bytes (gluon_course.amd.launch.BUFFER_BYTES).
 BUFFER_BYTES = 2 ** 31 - 2
 KIND = "direct-to-LDS"
 

@@ -10,7 +10,7 @@ import types
 import numpy as np
 
 from . import amd, shims
-from .runtime import ModelError, ModelUnsupported, Partition, Program, run_partitions
+from .runtime import ModelError, ModelUnsupported, Partition, Program, current, program, run_partitions
 
 
 class _Namespace:
@@ -59,7 +59,7 @@ def _namespaces() -> dict:
     amp_mb = _Namespace(ampere_mbarrier, "mbarrier", barrier_ops)
     amp = _Namespace(ampere, "ampere", {"mma_v2": shims._mma_v2}, {"async_copy": cp, "mbarrier": amp_mb})
     amd_table, amd_ns = amd.namespaces(_Namespace)           # AMD's operations (model/amd.py)
-    gl_ns = _Namespace(gl, "gl", shims.GL, {"amd": amd_ns})
+    gl_ns = _Namespace(gl, "gl", {**shims.GL, "warp_specialize": warp_specialize}, {"amd": amd_ns})
     table = {**amd_table, id(gl): gl_ns, id(mbarrier): mb, id(ampere_mbarrier): amp_mb, id(tma): tma_ns, id(async_copy): cp,
              id(hopper): hop, id(ampere): amp, id(ampere.mma_v2): shims._mma_v2}
     for name, fn in wgmma.items():
@@ -119,6 +119,32 @@ def patched(fn):
     return _PATCHED[key][1]
 
 
+def warp_specialize(functions_and_args, worker_num_warps, worker_num_regs=None):
+    """``gl.warp_specialize`` in the model: each partition's function runs (``patched``) as a partition of the program,
+    taking turns at its waits; every partition must end with nothing in flight."""
+    pairs = list(functions_and_args)
+    if len(worker_num_warps) != len(pairs) - 1:
+        raise ModelError(f"warp_specialize got {len(pairs)} partitions but {len(worker_num_warps)} worker warp "
+                         "counts: one per worker (every partition but the first)")
+    prog, parent = program(), current()
+    parts = []
+    for i, (fn, args) in enumerate(pairs):
+        name = "default partition" if i == 0 else f"worker partition {i - 1}"
+        warps = parent.num_warps if i == 0 else int(worker_num_warps[i - 1])
+        parts.append(Partition(name, parent.pid, parent.grid, warps, ident=parent.ident * 16 + i + 1))
+    saved = prog.partitions
+    prog.partitions = parts
+    try:
+        bodies = [(part, (lambda fn=fn, args=args: patched(fn)(*tuple(args)))) for part, (fn, args) in zip(parts, pairs)]
+        results = run_partitions(prog, bodies)
+    finally:
+        prog.partitions = saved
+    for part in parts:
+        shims.require_drained(part)
+    return results[0]
+
+
+
 _MODEL_DIR = os.path.dirname(os.path.abspath(__file__))
 # Where the libraries live (the standard library; numpy and the other installed packages): their frames are skipped.
 _LIBRARIES = (os.path.dirname(os.path.abspath(os.__file__)), os.path.dirname(os.path.dirname(os.path.abspath(np.__file__))))
@@ -173,6 +199,6 @@ def run(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:
             if unsupported is None:
                 raise
             raise unsupported from e
-        shims._require_drained(part)
+        shims.require_drained(part)
         programs.append(prog)
     return programs

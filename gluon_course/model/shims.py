@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from .runtime import (Buffer, ModelError, ModelOutOfBounds, ModelRace, ModelUnsupported, SharedRoot, block_until,
-                      current, program, run_partitions, Partition, yield_turn)
+                      current, program, Partition, yield_turn)
 
 
 # -- values ----------------------------------------------------------------------------------------
@@ -389,30 +389,8 @@ def allocate_mbarrier(batch=None, two_ctas=False):
     return allocate_shared_memory(gl.int64, shape, MBarrierLayout())
 
 
-def warp_specialize(functions_and_args, worker_num_warps, worker_num_regs=None):
-    pairs = list(functions_and_args)
-    if len(worker_num_warps) != len(pairs) - 1:
-        raise ModelError(f"warp_specialize got {len(pairs)} partitions but {len(worker_num_warps)} worker warp "
-                         "counts: one per worker (every partition but the first)")
-    prog, parent = program(), current()
-    parts = []
-    for i, (fn, args) in enumerate(pairs):
-        name = "default partition" if i == 0 else f"worker partition {i - 1}"
-        warps = parent.num_warps if i == 0 else int(worker_num_warps[i - 1])
-        parts.append(Partition(name, parent.pid, parent.grid, warps, ident=parent.ident * 16 + i + 1))
-    saved = prog.partitions
-    prog.partitions = parts
-    try:
-        bodies = [(part, (lambda fn=fn, args=args: call(fn, *tuple(args)))) for part, (fn, args) in zip(parts, pairs)]
-        results = run_partitions(prog, bodies)
-    finally:
-        prog.partitions = saved
-    for part in parts:
-        _require_drained(part)
-    return results[0]
-
-
-def _require_drained(part: Partition) -> None:
+def require_drained(part: Partition) -> None:
+    """Raise ModelRace when ``part`` ends with asynchronous work still in flight (wgmma groups, TMA stores, copies)."""
     if part.wgmma_groups:
         raise ModelRace(f"the {part.name} ends with {len(part.wgmma_groups)} wgmma group(s) still running: "
                         "warpgroup_mma_wait(0, ...) before the end")
@@ -429,13 +407,6 @@ def _require_drained(part: Partition) -> None:
             else "cp.async"
         raise ModelRace(f"the {part.name} ends with {kind} copies still in flight: async_copy.wait_group(0) "
                         "before the end")
-
-
-def call(fn, *args, **kwargs):
-    """Call a @gluon.jit function (or a plain one) inside the model."""
-    from .run import patched
-
-    return patched(fn)(*args, **kwargs)
 
 
 def _int(x):
@@ -587,7 +558,7 @@ GL = {
     "convert_layout": _identity, "set_auto_layout": _identity, "cdiv": _cdiv, "minimum": _minimum,
     "maximum": _maximum, "where": _where, "static_range": _static_range, "expand_dims": _expand_dims,
     "sum": _sum, "dot_fma": _dot_fma, "allocate_shared_memory": allocate_shared_memory, "barrier": _cta_barrier,
-    "warp_specialize": warp_specialize, "multiple_of": _identity, "max_contiguous": _identity,
+    "multiple_of": _identity, "max_contiguous": _identity,
     "max_constancy": _identity, "assume": _nothing, "static_assert": _static_assert, "cast": _cast, "reshape": _reshape,
     "permute": _permute, "atomic_add": atomic_add, "atomic_xchg": atomic_xchg,
 }

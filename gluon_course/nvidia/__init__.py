@@ -1,4 +1,11 @@
 """NVIDIA's side of the toolkit: what only the NVIDIA lessons use.
 
-- ``dispatch``  the tuned table that picks a GEMM configuration per shape (lesson 32), with its rule for the rest
+- ``hopper``     the Hopper launchers' rules: the TMA descriptor with its 16-byte rule, wgmma's tile rules,
+                 ``require_hopper`` (lessons 15 on)
+- ``blackwell``  reading a tcgen05 kernel's sm_100 listing (lessons 15 and 18 end with one, compiled, never run)
+- ``pictures``   the ring of a pipelined GEMM's shared-memory slots, drawn from the kernel's run in the host model
+- ``dispatch``   the tuned table that picks a GEMM configuration per shape (lesson 32), with its rule for the rest
+
+The TMA GEMM lessons' shared checks stay in ``grading.tma_gemm``: the recorded notebooks print that file's path in the
+sanitizer command they show.
 """

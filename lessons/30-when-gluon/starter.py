@@ -108,7 +108,7 @@ def tl_transpose_copy(x, out):
 def translated_kernel(name: str, one_step: bool = False):
     """A committed translation (sm90) of one of TRANSLATED, or with ``one_step`` the GEMM of one_step.py."""
     from gluon_course.course import load_module_file
-    from gluon_course.translate import load_translated
+    from gluon_course.grading.translate import load_translated
 
     if one_step:
         return load_module_file(Path(__file__).with_name("one_step.py"), "gluon_course_30_one_step").tl_matmul_kernel
@@ -135,7 +135,7 @@ def translated_transpose_copy(x, out, BLOCK_M: int = 64, BLOCK_N: int = 64, num_
 def translated_matmul(a, b, c=None, one_step: bool = False, **config):
     """C = A·B by the translated GEMM (``one_step``: one_step.py's), at GEMM_CONFIG or the ``config`` given. A, B and
     C row-major, bf16 or fp16; Hopper only: the translation's tl.dot is wgmma (sm90)."""
-    from gluon_course.hopper import require_hopper
+    from gluon_course.nvidia.hopper import require_hopper
 
     if c is None and hasattr(a, "shape") and hasattr(b, "shape") and a.dim() == b.dim() == 2:
         c = a.new_empty((a.shape[0], b.shape[1]))

@@ -3,7 +3,7 @@ and hang protection on a GPU, and the figures against cuBLAS and against lesson 
 code on sm_100 (compiled only: no Blackwell GPU here)."""
 from triton.experimental.gluon import language as gl
 
-from gluon_course import blackwell
+from gluon_course.nvidia import blackwell
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm

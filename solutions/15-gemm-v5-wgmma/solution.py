@@ -17,7 +17,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma
 from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout, allocate_tensor_memory, tcgen05_mma
 
-from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import empty_product, require_matmul_args
 
 # Lesson 14's tile and ring: 128 × 128, BLOCK_K 32, 3 stages; the 4 warps are one warpgroup.

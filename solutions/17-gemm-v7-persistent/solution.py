@@ -18,7 +18,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
-from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import empty_product, require_matmul_args
 
 # Lesson 16's tile, warpgroups and ring; 8 rows of tiles per group; 1 program per SM, as many as fit (the 192 KiB

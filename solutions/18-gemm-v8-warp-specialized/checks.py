@@ -2,7 +2,7 @@
 that holds the products and its two barriers and nothing else, the producer's copies), the host model running both
 partitions, correctness and hang protection on a GPU, and the figures against cuBLAS, lesson 17 and plain Triton; and the
 Blackwell kernel's three partitions in the machine code of sm_100 (compiled only: no Blackwell GPU here)."""
-from gluon_course import blackwell
+from gluon_course.nvidia import blackwell
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
 from gluon_course.grading.counts import mismatch

@@ -19,7 +19,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warp
 from triton.experimental.gluon.language.nvidia.blackwell import (TensorMemoryLayout, allocate_tensor_memory,
                                                                  tcgen05_commit, tcgen05_mma)
 
-from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import empty_product, require_matmul_args
 
 # Lesson 17's tile, ring and order: 128 × 256 × 64 in two consumer warpgroups (num_warps = 8), 4 slots, groups of

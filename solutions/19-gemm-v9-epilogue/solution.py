@@ -14,7 +14,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import empty_product, require_matmul_args
 
 # Lesson 18's tile, warpgroups and order; 3 slots (144 KiB) now that C's tile takes 64 KiB of shared memory too.

@@ -1,7 +1,7 @@
 """Lesson 20's checks: the K loop of v0 on gfx950 and gfx942 (MFMA count, loads, the trip through LDS, the branches
 masks cost), its budget, the masks; on an AMD GPU correctness and the figure against hipBLASLt."""
 from gluon_course.grading import LessonChecks
-from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
+from gluon_course.amd import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
                                            headline_figure, host_model_check, loop_check, masked_check, refusal_check)
 
 # One K step (BLOCK_K = 64) of one wave, as Triton 3.9.0 compiles it. Each wave holds 128 × 128 elements of C: 8 × 8

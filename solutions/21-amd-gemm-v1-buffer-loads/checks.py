@@ -1,9 +1,9 @@
 """Lesson 21's checks: buffer loads and stores instead of masked loads and stores: the K loop without its branches,
 four branches left in the whole kernel, the VGPRs it costs; on an AMD GPU correctness and the figure."""
 from gluon_course.grading import Check, LessonChecks
-from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
+from gluon_course.amd import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
                                            headline_figure, host_model_check, loop_check, masked_check, refusal_check)
-from gluon_course.machine import amdgcn
+from gluon_course.amd import amdgcn
 
 # Version 0's K loop with buffer_load_dwordx4 for global_load_dwordx4, and one branch left: the loop's own.
 LOOP = {

@@ -3,7 +3,7 @@ the loop waits for its copies before reading them, the LDS and the VGPRs it free
 the figure."""
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import LessonChecks
-from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
+from gluon_course.amd import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
                                            correctness_check, headline_figure, host_model_check, loop_check,
                                            masked_check, refusal_check)
 

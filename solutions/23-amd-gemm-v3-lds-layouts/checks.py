@@ -3,10 +3,10 @@ ds_read bank conflicts as the course's model of gfx950's LDS predicts them, the 
 and the padded kernel's K loop; on an AMD GPU correctness and the figure."""
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import Check, LessonChecks, Passed
-from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
+from gluon_course.amd import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
                                            correctness_check, headline_figure, host_model_check, loop_check,
                                            masked_check, refusal_check, TILE)
-from gluon_course.machine import amdgcn
+from gluon_course.amd import amdgcn
 from gluon_course.memory import lds
 
 SHAPES = {"a": [TILE["BLOCK_M"], TILE["BLOCK_K"]], "b": [TILE["BLOCK_K"], TILE["BLOCK_N"]]}

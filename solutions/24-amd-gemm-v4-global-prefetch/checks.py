@@ -3,10 +3,10 @@ the loop lets 16 copies stay outstanding), the prologue's copies before the loop
 160 KiB; on an AMD GPU correctness and the figure."""
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import Check, LessonChecks
-from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
+from gluon_course.amd import (budget_check, BudgetFacts, compiled, config_check, copy_wait_check,
                                            correctness_check, headline_figure, host_model_check, loop_check,
                                            masked_check, refusal_check)
-from gluon_course.machine import amdgcn
+from gluon_course.amd import amdgcn
 from gluon_course.machine.occupancy import GFX950
 
 # The loop is version 3's, instruction for instruction in the families that matter: the 16 copies of the *next* tile,

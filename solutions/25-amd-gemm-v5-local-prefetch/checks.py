@@ -3,7 +3,7 @@ copies (tile i + 1's, vmcnt(0)) comes after them and before the copies of tile i
 prologue starts two tiles and waits for the first; the budget; the host model; on an AMD GPU correctness and the
 figure."""
 from gluon_course.amd import K_MULTIPLE
-from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
+from gluon_course.amd import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
                                            headline_figure, host_model_check, loop_check, loop_waits_check,
                                            masked_check, order_check, prologue_check, refusal_check)
 from gluon_course.grading import LessonChecks

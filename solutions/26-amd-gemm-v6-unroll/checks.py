@@ -3,7 +3,7 @@ barriers), each step's MFMAs first; the registers against the wall of 512, with 
 an AMD GPU correctness and the figure."""
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import LessonChecks
-from gluon_course.grading.amd_gemm import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
+from gluon_course.amd import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
                                            headline_figure, host_model_check, loop_check, loop_waits_check,
                                            masked_check, order_check, prologue_check, refusal_check)
 

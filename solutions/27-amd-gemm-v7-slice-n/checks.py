@@ -3,7 +3,7 @@ AGPRs with no move between the register files in the loop, the waits that let tw
 copies of each region, the budget; the host model; on an AMD GPU correctness and the figure."""
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import LessonChecks
-from gluon_course.grading.amd_gemm import (accumulator_check, budget_check, BudgetFacts, compiled, config_check,
+from gluon_course.amd import (accumulator_check, budget_check, BudgetFacts, compiled, config_check,
                                            correctness_check, headline_figure, host_model_check, loop_check,
                                            loop_waits_check, masked_check, prologue_check, refusal_check,
                                            region_check)

@@ -3,7 +3,7 @@ copies among its MFMAs; the waits that let five groups stay in flight; the accum
 host model; on an AMD GPU correctness and the figure."""
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import LessonChecks
-from gluon_course.grading.amd_gemm import (accumulator_check, budget_check, BudgetFacts, compiled, config_check,
+from gluon_course.amd import (accumulator_check, budget_check, BudgetFacts, compiled, config_check,
                                            correctness_check, headline_figure, host_model_check, loop_check,
                                            loop_waits_check, masked_check, prologue_check, refusal_check,
                                            region_check)

@@ -3,8 +3,8 @@ XCDs): every tile exactly once, and few strips of A and B per XCD; version 8's l
 AMD GPU correctness and the figure."""
 from gluon_course.amd import K_MULTIPLE
 from gluon_course.grading import LessonChecks
-from gluon_course.grading import amd_gemm
-from gluon_course.grading.amd_gemm import (accumulator_check, budget_check, BudgetFacts, config_check,
+from gluon_course import amd
+from gluon_course.amd import (accumulator_check, budget_check, BudgetFacts, config_check,
                                            correctness_check, headline_figure, host_model_check, loop_check,
                                            loop_waits_check, masked_check, refusal_check, region_check,
                                            xcd_order_check)
@@ -15,11 +15,11 @@ __all__ = ["CHECKS", "compiled", "order", "order_constexprs"]
 def order_constexprs(mod) -> dict:
     """The order's constexprs as the module's launcher passes them: its CONFIG's GROUP_M and NUM_XCDS (the
     solution's are the vendor's GROUP_M = 4 and the 8 XCDs of an MI350/MI355). What is graded is what runs."""
-    return amd_gemm.config_constexprs(mod, ("GROUP_M", "NUM_XCDS"))
+    return amd.config_constexprs(mod, ("GROUP_M", "NUM_XCDS"))
 
 
 def compiled(mod, target="gfx950", dtype="fp16"):
-    return amd_gemm.compiled(mod, target, dtype, layouts={**mod.kernel_layouts(target), **order_constexprs(mod)})
+    return amd.compiled(mod, target, dtype, layouts={**mod.kernel_layouts(target), **order_constexprs(mod)})
 
 
 def order(mod):

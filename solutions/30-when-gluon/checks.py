@@ -12,8 +12,8 @@ from gluon_course.grading.gemm import (ABOVE, BELOW, access_masks_problem, aroun
                                        over_plain_triton_measure, plain_triton_measure, refuses)
 from gluon_course.measure.copies import ODD_SHAPES_2D, big_square, check_copy, column_major, copy_figure
 from gluon_course.measure.copies import transposed_output
-from gluon_course.translate import (as_if_on, best_of, compile_fresh, compile_translated, compile_triton, k_loop,
-                                    load_translated, translation_path)
+from gluon_course.grading.translate import (as_if_on, best_of, compile_fresh, compile_translated, compile_triton,
+                                            k_loop, load_translated, translation_path)
 
 # How each row is compiled: the copy 16 elements per thread (lesson 02's XBLOCK: 2048 on NVIDIA, 4096 on AMD's
 # 64-lane wavefronts), the transposing copy lesson 04's 64 × 64 tile, the GEMM at GEMM_CONFIG (as an 8192³ launch
@@ -70,7 +70,7 @@ def gluon(which, target="sm_90"):
     if which == "transpose":
         return load_checks("04").compiled(solution_of("04"), target)
     if target == "gfx950":
-        from gluon_course.grading.amd_gemm import compiled
+        from gluon_course.amd import compiled
         return compiled(solution_of("24"), "gfx950", "bf16")
     return load_checks("16" if which == "v6" else "19").compiled(solution_of("16" if which == "v6" else "19"))
 

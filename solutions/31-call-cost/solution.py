@@ -17,7 +17,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from gluon_course.course import load_solution
-from gluon_course.hopper import require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import require_matmul_args
 
 # The kernel is lesson 19's, unchanged, and so is its tile: this lesson changes only what runs on the host.

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from triton.testing import do_bench
 
 from gluon_course import load_solution
-from gluon_course.hopper import tma_descriptor
+from gluon_course.nvidia.hopper import tma_descriptor
 from gluon_course.measure import plain_triton
 from gluon_course.measure.gemm import check_gemm, fp32_reductions
 from gluon_course.measure.timing import graph_ms, host_us_per_call

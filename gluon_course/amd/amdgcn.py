@@ -239,7 +239,7 @@ def listed_occupancy(compiled) -> int | None:
 
 def budget(compiled, num_warps: int) -> Budget:
     """Registers, LDS and scratch of an AMD compile, and its occupancy from ``machine.occupancy``."""
-    from .occupancy import occupancy_of
+    from ..machine.occupancy import occupancy_of
 
     if compiled.is_nvidia:
         raise ValueError(f"{compiled.kernel_name} was compiled for {compiled.target}; budget() reads AMDGCN")

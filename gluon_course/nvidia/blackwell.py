@@ -77,7 +77,7 @@ def signature(k, in_loop: dict, mma_per_step: int, whole: dict, why: dict | None
     """The K loop of a tcgen05 kernel: ``in_loop`` plus ``mma_per_step`` UTCHMMA, all of them in that loop, the first
     of each step with an accumulate predicate and the others UPT, no Hopper instruction, and exactly the ``whole``
     kernel's tcgen05 instructions. None, or a sentence."""
-    from .grading.counts import mismatch
+    from ..grading.counts import mismatch
 
     ops = k.opcodes()
     if not ops.get("UTCHMMA"):

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..course import lesson, lessons
+from .pages import replace_between
+
 BEGIN = "<!-- BEGIN GENERATED COMPARISON (python -m gluon_course tables) -->"
 END = "<!-- END GENERATED COMPARISON -->"
 NVIDIA = tuple(str(n) for n in range(10, 20))
@@ -86,8 +89,6 @@ ALONE = (
 
 
 def _link(number: str) -> str:
-    from ..course import lesson
-
     the = lesson(number)
     return f"[{number} · {the.title}](../lessons/{the.folder}/lesson.ipynb)"
 
@@ -98,8 +99,6 @@ def _links(numbers) -> str:
 
 def markdown() -> str:
     """The generated section: the ten steps side by side, the ideas both share, the ideas one has alone."""
-    from ..course import lessons
-
     known = lessons()
     lines = ["## Step by step", "",
              "Each row: the version, then each track's lesson with what it teaches, in the lesson's own words "
@@ -129,9 +128,7 @@ def markdown() -> str:
 def update(root: Path, write: bool) -> list[str]:
     """Rewrite the generated section of book/comparison.md; return it if it changed (or, with ``write=False``, is
     stale)."""
-    from .report import _replace_between
-
     page = root / "book" / "comparison.md"
     if not page.exists():
         return []
-    return ["book/comparison.md"] if _replace_between(page, BEGIN, END, markdown(), write) else []
+    return ["book/comparison.md"] if replace_between(page, BEGIN, END, markdown(), write) else []

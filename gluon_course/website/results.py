@@ -1,13 +1,16 @@
-"""Tables generated from ``results/`` and the lessons' own metadata (never typed by hand): the website's
-results page, its home page's lesson tables, its GPU support matrix (``support.py``) and the README's lesson table.
-``python -m gluon_course tables`` rewrites them all; a test fails when a committed one is stale."""
+"""Tables generated from ``results/`` and the lessons' own metadata (never typed by hand): the website's results page
+(with the NVIDIA GEMM's progression chart), its home page's lesson tables and the README's lesson table.
+``python -m gluon_course tables`` rewrites them with the other generated pages (``gluon_course.website.update_tables``);
+a test fails when a committed one is stale."""
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
-from . import records
+from ..amd.lab import NOT_MEASURED
 from ..course import lessons
+from ..grading import records
+from .pages import lesson_parts, png_description, replace_between, toc_parts
 
 RESULTS_BEGIN = "<!-- BEGIN GENERATED RESULTS (python -m gluon_course tables) -->"
 README_BEGIN = "<!-- BEGIN GENERATED LESSON TABLE (python -m gluon_course tables) -->"
@@ -28,23 +31,6 @@ def _range_text(expect) -> str:
     """``2.0%–12.0% of copy`` (the table's heading says it is the expected range)."""
     text = expect.describe()
     return text[len("expected "):] if text.startswith("expected ") else text
-
-
-def lesson_parts(numbers) -> list[tuple[str, list[str]]]:
-    """The lessons ``numbers`` grouped by the part of ``_toc.yml`` their page is in, in the site's order; a lesson whose
-    page is not in the table of contents yet comes last, under a caption that says so."""
-    from .support import toc_parts
-
-    found = lessons()
-    where = {}
-    for caption, pages in toc_parts():
-        for page in pages:
-            where[page] = caption
-    groups: dict[str, list[str]] = {caption: [] for caption, _ in toc_parts()}
-    for number in numbers:
-        caption = where.get(f"lessons/{found[number].folder}/lesson", "Not yet in the website's table of contents")
-        groups.setdefault(caption, []).append(number)
-    return [(caption, sorted(members)) for caption, members in groups.items() if members]
 
 
 def results_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
@@ -130,9 +116,6 @@ def _stamp_line(stamps, gpu_slug: str) -> str:
 def home_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
     """The home page's lessons, one table per part of the site: each lesson linked, what it teaches, and its headline
     figures as recorded (a planned lesson is left out until it is written)."""
-    from .amd_gemm import NOT_MEASURED
-    from .support import toc_parts
-
     data = records.load(gpu_slug)
     gpu = data["gpu"] or gpu_slug
     on_site = {page for _, pages in toc_parts() for page in pages}
@@ -191,26 +174,6 @@ def progression_bars(gpu_slug: str = records.DEFAULT_RECORDING) -> list[tuple]:
 def _triton_line(gpu_slug: str = records.DEFAULT_RECORDING):
     entry = records.load(gpu_slug)["figures"].get(records.figure_key("17", "triton_bf16_8192"))
     return None if entry is None else round(entry["value"], 4)
-
-
-def _png_description(path: Path) -> str | None:
-    """The PNG's ``Description`` text chunk (where the plot keeps the data it was drawn from), or None."""
-    import struct
-    import zlib
-
-    if not path.exists():
-        return None
-    data = path.read_bytes()
-    at = 8
-    while at + 8 <= len(data):
-        length, kind = struct.unpack(">I4s", data[at:at + 8])
-        body = data[at + 8: at + 8 + length]
-        if kind == b"tEXt" and body.startswith(b"Description\0"):
-            return body.split(b"\0", 1)[1].decode("latin-1")
-        if kind == b"zTXt" and body.startswith(b"Description\0"):
-            return zlib.decompress(body.split(b"\0", 1)[1][1:]).decode("latin-1")
-        at += 12 + length
-    return None
 
 
 def _progression_description(bars, triton=None) -> str:
@@ -275,37 +238,24 @@ def _update_progression(root: Path, write: bool, gpu_slug: str = records.DEFAULT
     if not bars:
         return False
     triton = _triton_line(gpu_slug)
-    if _png_description(path) == _progression_description(bars, triton):
+    if png_description(path) == _progression_description(bars, triton):
         return False
     if write:
         draw_progression(path, bars, records.load(gpu_slug)["gpu"] or gpu_slug, triton)
     return True
 
 
-def _replace_between(path: Path, begin: str, end: str, body: str, write: bool) -> bool:
-    text = path.read_text()
-    if begin not in text or end not in text:
-        raise ValueError(f"{path} has no generated-table markers ({begin} … {end})")
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    new = f"{head}{begin}\n{body}\n{end}{tail}"
-    if write and new != text:
-        path.write_text(new)
-    return new != text
-
-
-def update_tables(root: Path, write: bool = True) -> list[str]:
-    """Rewrite the generated parts of ``book/results.md``, ``book/intro.md``, ``book/support.md`` and ``README.md``;
-    return the files that changed (or, with ``write=False``, that are stale)."""
+def update(root: Path, write: bool) -> list[str]:
+    """Redraw the progression chart (only when its numbers changed) and rewrite the generated parts of
+    ``book/results.md``, ``README.md`` and ``book/intro.md``; return the files that changed (or, with ``write=False``,
+    that are stale)."""
     changed = []
     if _update_progression(root, write):
         changed.append("book/" + PROGRESSION_IMAGE.format(slug=records.DEFAULT_RECORDING))
-    if _replace_between(root / "book" / "results.md", RESULTS_BEGIN, END.format("RESULTS"), results_markdown(), write):
+    if replace_between(root / "book" / "results.md", RESULTS_BEGIN, END.format("RESULTS"), results_markdown(), write):
         changed.append("book/results.md")
-    if _replace_between(root / "README.md", README_BEGIN, END.format("LESSON TABLE"), readme_table(), write):
+    if replace_between(root / "README.md", README_BEGIN, END.format("LESSON TABLE"), readme_table(), write):
         changed.append("README.md")
-    if _replace_between(root / "book" / "intro.md", HOME_BEGIN, END.format("LESSONS"), home_markdown(), write):
+    if replace_between(root / "book" / "intro.md", HOME_BEGIN, END.format("LESSONS"), home_markdown(), write):
         changed.append("book/intro.md")
-    from . import amd_report, support
-
-    return changed + support.update(root, write) + amd_report.update(root, write)
+    return changed

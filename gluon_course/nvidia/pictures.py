@@ -52,7 +52,7 @@ def _recorded_programs():
     before mma_v2) is logged to the trace as ``{"what": "smem.load", "slot": ...}``. The model checks those reads
     but does not log them, and without them lessons 13 and 14 would show copies that nobody reads. A load the model
     logged itself is not logged twice."""
-    from .model import runtime, shims
+    from ..model import runtime, shims
 
     programs: list = []
     original_load, original_init = shims.Shared.load, runtime.Program.__init__
@@ -92,9 +92,9 @@ def ring_trace(number: str, M: int | None = None, N: int | None = None, K: int |
     kernel did before it went wrong)."""
     import numpy as np
 
-    from . import load_checks, load_solution
-    from .model import Buffer, HostTensorDescriptor, ModelError, Pointer, run
-    from .model import gemm as model_gemm
+    from ..course import load_checks, load_solution
+    from ..model import Buffer, HostTensorDescriptor, ModelError, Pointer, run
+    from ..model import gemm as model_gemm
 
     mod = module if module is not None else load_solution(number)
     kernel = load_checks(number).KERNEL
@@ -372,7 +372,7 @@ def ring_timeline(trace: list[dict], stages: int, title: str = ""):
 def ring_picture(number: str, module=None, **problem):
     """``ring_timeline`` of lesson ``number``'s kernel (its solution unless ``module`` is given) on ``ring_trace``'s
     problem (``problem``: M, N, K, programs, config, keep_partial), titled with the lesson."""
-    from . import load_checks, load_solution
+    from ..course import load_checks, load_solution
 
     mod = module if module is not None else load_solution(number)
     stages = load_checks(number).KERNEL.config(mod, problem.get("config"))["STAGES"]
@@ -446,7 +446,7 @@ def _event_words(r: dict) -> str:
 
 def print_barrier_history(rows: list[dict]) -> None:
     """``barrier_history``'s rows as a plain-text table (what a notebook prints and nbval compares)."""
-    from .display import table
+    from ..display import table
 
     shown = [[r["t"] if r["t"] is not None else "", _event_words(r), r["phase"], r["parity"], r["pending"],
               f"{r['copied']} / {r['expected']}"] for r in rows]

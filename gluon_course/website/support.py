@@ -2,11 +2,11 @@
 with no GPU, and on a GPU of each class the course talks about. Generated from what each lesson declares in
 ``solutions/NN-slug/checks.py`` (its compile targets, its machine-code checks and the target each one reads, its host
 model check, its GPU correctness checks and figures) and from what ``results/`` holds; never typed.
-``python -m gluon_course tables`` rewrites it (``report.update_tables`` calls ``update``); a test fails when it is stale.
+``python -m gluon_course tables`` rewrites it (``website.update_tables`` calls ``update``); a test fails when it is stale.
 
 The rule the matrix states: machine-code checks compile for their target on any machine, so they run everywhere; a
 lesson's GPU checks and figures are written for the GPU classes among its declared targets, narrowed by its launcher:
-a solution that calls ``gluon_course.hopper.require_hopper`` refuses every GPU but a Hopper, so such a lesson's GPU
+a solution that calls ``gluon_course.nvidia.hopper.require_hopper`` refuses every GPU but a Hopper, so such a lesson's GPU
 checks are sm_90's alone, whatever other target its machine code is also read for (lesson 15 reads a Blackwell
 kernel's sm_100 code, never run).
 """
@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course import lessons, repo_root
-from . import records
+from ..course import lessons
+from ..grading import records
+from .pages import replace_between, toc_parts
 
 BEGIN = "<!-- BEGIN GENERATED SUPPORT MATRIX (python -m gluon_course tables) -->"
 END = "<!-- END GENERATED SUPPORT MATRIX -->"
@@ -55,21 +56,6 @@ class Support:
     gpu_checks: int
     figures: int
     recorded: dict                     # GPU class -> the recorded GPU's name, for recordings of this lesson
-
-
-def toc_parts(root: Path | None = None) -> list[tuple[str, list[str]]]:
-    """(caption, pages) of every part of ``_toc.yml``, in order. Read with two patterns, not a YAML parser: the
-    toolkit does not depend on one, and the file keeps to ``- caption:`` and ``- file:`` lines."""
-    root = root or repo_root()
-    parts: list[tuple[str, list[str]]] = []
-    for line in (root / "_toc.yml").read_text().splitlines():
-        caption = re.match(r"\s*-\s*caption:\s*(.+?)\s*$", line)
-        page = re.match(r"\s*-\s*file:\s*(\S+)\s*$", line)
-        if caption:
-            parts.append((caption.group(1).strip("\"'"), []))
-        elif page and parts:
-            parts[-1][1].append(page.group(1))
-    return parts
 
 
 def _calls(path: Path, name: str) -> bool:
@@ -256,11 +242,9 @@ def facts_markdown(root: Path | None = None) -> str:
 def update(root: Path, write: bool) -> list[str]:
     """Rewrite the generated parts of ``book/support.md`` and ``book/instructors.md``; return the files that changed
     (or, with ``write=False``, that are stale)."""
-    from .report import _replace_between
-
     changed = []
-    if _replace_between(root / "book" / "support.md", BEGIN, END, matrix_markdown(root), write):
+    if replace_between(root / "book" / "support.md", BEGIN, END, matrix_markdown(root), write):
         changed.append("book/support.md")
-    if _replace_between(root / "book" / "instructors.md", FACTS_BEGIN, FACTS_END, facts_markdown(root), write):
+    if replace_between(root / "book" / "instructors.md", FACTS_BEGIN, FACTS_END, facts_markdown(root), write):
         changed.append("book/instructors.md")
     return changed

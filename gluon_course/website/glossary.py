@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import lessons, repo_root
+from ..course import lessons, repo_root
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def term(entry: str) -> Term:
     for t in TERMS:
         if t.entry == entry:
             return t
-    raise KeyError(f"no course term {entry!r} in gluon_course.glossary.TERMS")
+    raise KeyError(f"no course term {entry!r} in gluon_course.website.glossary.TERMS")
 
 
 def entries(path: Path | None = None) -> dict[str, str]:

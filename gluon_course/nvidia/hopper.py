@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .validate import require_power_of_two
+from ..validate import require_power_of_two
 
 TMA_RULE = ("TMA needs the start of every row 16-byte aligned: the base address and each row stride of A and B "
             "must be multiples of 16 bytes")

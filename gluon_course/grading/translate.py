@@ -23,7 +23,7 @@ from pathlib import Path
 
 import triton
 
-from .machine import compile_cached, compile_kernel, target_named
+from ..machine import compile_cached, compile_kernel, target_named
 
 # The course's target names → the translator's (``TranslatorTarget``).
 TRANSLATOR_TARGETS = {"sm_90": "sm90", "gfx950": "gfx950"}
@@ -45,7 +45,7 @@ def translate(kernel, target: str) -> str:
 
 
 def translation_path(number: str, kernel_name: str, target: str) -> Path:
-    from .course import lesson
+    from ..course import lesson
 
     return lesson(number).author_dir / "translated" / f"{kernel_name}_{TRANSLATOR_TARGETS[target]}.py"
 
@@ -53,7 +53,7 @@ def translation_path(number: str, kernel_name: str, target: str) -> Path:
 def expected_translations(number: str) -> dict[Path, str]:
     """{file: text} for every kernel the solution names in ``TRANSLATED`` and every target in ``TRANSLATOR_TARGETS``:
     the header, then the translator's output for the solution's kernel."""
-    from .course import lesson, load_solution
+    from ..course import lesson, load_solution
 
     the, mod = lesson(number), load_solution(number)
     files = {}
@@ -75,7 +75,7 @@ def write_translations(number: str) -> list[Path]:
 
 def stale_translations(number: str) -> list[str]:
     """The translated files that are missing or differ from what the translator writes now (empty when current)."""
-    from .course import repo_root
+    from ..course import repo_root
 
     return [str(path.relative_to(repo_root())) for path, text in expected_translations(number).items()
             if not path.exists() or path.read_text() != text]
@@ -83,7 +83,7 @@ def stale_translations(number: str) -> list[str]:
 
 def load_translated(number: str, kernel_name: str, target: str = "sm_90"):
     """The translated file imported as a module (its kernel is ``module.<kernel_name>``)."""
-    from .course import load_module_file
+    from ..course import load_module_file
 
     path = translation_path(number, kernel_name, target)
     return load_module_file(path, f"gluon_course_translated_{number}_{kernel_name}_{TRANSLATOR_TARGETS[target]}")
@@ -143,7 +143,7 @@ def compile_fresh(kernel, target: str, **kw):
 def _triton_source(kernel, signature: dict, constexprs: dict, aligned):
     from triton.compiler import ASTSource
 
-    from .machine.compile import source_signature
+    from ..machine.compile import source_signature
     return ASTSource(kernel, *source_signature(kernel, signature, constexprs, aligned))
 
 
@@ -152,7 +152,7 @@ def compile_triton_uncached(kernel, target: str = "sm_90", *, signature: dict, c
     """A plain-Triton (``@triton.jit``) kernel compiled for ``target`` without a GPU, as ``compile_kernel`` does a
     Gluon one: the same ``Compiled`` (SASS or AMDGCN, counts, resources). ``num_stages`` is the software pipeline's
     depth, which plain Triton chooses from it (Gluon kernels write their pipeline themselves)."""
-    from .machine.compile import _compile
+    from ..machine.compile import _compile
 
     source = _triton_source(kernel, signature, constexprs or {}, aligned)
     return _compile(source, target, num_warps, (("num_stages", num_stages),), kernel.__name__)
@@ -176,8 +176,8 @@ def compile_seconds(build) -> float:
     (neither the toolkit's per-process caches nor Triton's on-disk cache answer). A measurement: it moves with the
     machine and its load. NaN where this Triton cannot compile for the target (no AMD backend)."""
     global _cached_triton
-    from .machine import compile as machine_compile
-    from .machine.compile import BackendMissing
+    from ..machine import compile as machine_compile
+    from ..machine.compile import BackendMissing
 
     saved = machine_compile._cached_compile, _cached_triton
     machine_compile._cached_compile, _cached_triton = saved[0].__wrapped__, saved[1].__wrapped__
@@ -310,7 +310,7 @@ def k_loop(k) -> dict:
 def best_of(measures: dict, what: str):
     """A Figure's measurement for a kernel without an autotuner: ``measures`` {configuration: a measure to call},
     each measured; the best one is the figure, every configuration's value is in its details."""
-    from .measure import Measurement
+    from ..measure import Measurement
 
     results = {name: measure() for name, measure in measures.items()}
     best = max(results, key=lambda n: results[n].value)
@@ -374,7 +374,7 @@ def decision_table(rows: dict, figures: dict, lines: dict, machine: dict) -> tup
 
 def main(number: str) -> int:
     """``python -m gluon_course translate NN``: rewrite lesson NN's translated files; prints what it wrote."""
-    from .course import lesson, repo_root
+    from ..course import lesson, repo_root
 
     try:
         the = lesson(number)

@@ -1,0 +1,206 @@
+"""The AMD lessons' pictures, drawn from what the compiler produced or from the kernel's own order functions, never from
+typed-in numbers:
+
+* ``mixes``, ``mix_table``, ``mix_chart``: the K loop's instruction mix of every AMD version, category by category
+  (the notebooks and the results page), with ``vendor_chart``, the vendor's MFMA efficiency beside it;
+* ``issue_chart``: the K loop of each version as a strip, one thin bar per instruction in issue order, coloured by
+  what it keeps busy (MFMA, LDS read, copy into LDS, wait, barrier, AGPR move, spill). Where the reads sit against
+  the MFMAs (lesson 25) or how the copies cluster (lesson 28) is seen at a glance.
+* ``register_chart``: arch VGPRs and AGPRs per lane of each version against the 512 a lane has (lessons 26-27).
+* ``xcd_map``: a grid of tiles of C coloured by the XCD that computes each, under an order (lesson 29).
+"""
+from __future__ import annotations
+
+from . import amdgcn
+from .figure import VENDOR, VENDOR_VARIANTS
+from .kernel import compiled
+
+
+AMD_LESSONS = tuple(f"{n}" for n in range(20, 30))
+
+
+MFMA_PER_STEP = 128          # v_mfma_f32_16x16x32 per K step of 64 per wave at the lessons' 256 × 256 tile
+
+
+MIX_COLOURS = {"MFMA": "#4C78A8", "LDS read": "#72B7B2", "LDS write": "#54A24B", "buffer load → LDS": "#EECA3B",
+               "buffer load": "#F58518", "global load": "#E45756", "store": "#B279A2", "wait": "#FF9DA6",
+               "barrier": "#9D755D", "branch": "#000000", "AGPR move": "#BAB0AC", "VALU": "#D8B5A5", "SALU": "#79706E", "scratch": "#D62728",
+               "other": "#DDDDDD"}
+
+
+def version_label(number: str) -> str:
+    """``"v0 MFMA from registers"`` from lesson 20's title ``AMD GEMM v0: MFMA from registers``."""
+    from ..course import lesson
+
+    return lesson(number).title.split("GEMM ", 1)[-1].replace(":", "")
+
+
+def mixes(numbers=None, target: str = "gfx950", dtype: str = "fp16") -> dict[str, dict]:
+    """The K loop's instruction mix of each AMD lesson's solution (20 on; those that exist and are not planned),
+    compiled for ``target``: ``{"v0 MFMA from registers": {"MFMA": 128, ...}, ...}``. Lessons 25-29 join by existing."""
+    from ..course import lessons, load_checks, load_solution
+
+    out = {}
+    for number, the in lessons().items():
+        if number not in (numbers or AMD_LESSONS) or the.planned or target not in the.checks.targets:
+            continue
+        checks = load_checks(number)
+        compile_ = getattr(checks, "compiled", compiled)
+        out[version_label(number)] = amdgcn.instruction_mix(compile_(load_solution(number), target, dtype))
+    return out
+
+
+def mix_chart(rows: dict[str, dict], title: str, ax=None, highlight: str | None = None):
+    """Stacked horizontal bars: one per version (first at the top), one colour per ``amdgcn.MIX`` category, the
+    total at the end of each bar. Returns the figure (or None when drawn into ``ax``)."""
+    import matplotlib.pyplot as plt
+
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 0.55 * len(rows) + 1.6))
+    labels = list(rows)[::-1]
+    left = [0] * len(labels)
+    for name, _ in amdgcn.MIX:
+        widths = [rows[label][name] for label in labels]
+        if not any(widths):
+            continue
+        ax.barh(labels, widths, left=left, color=MIX_COLOURS[name], label=name, edgecolor="white", linewidth=0.4)
+        left = [a + b for a, b in zip(left, widths)]
+    for y, total in enumerate(left):
+        steps = rows[labels[y]]["MFMA"] // MFMA_PER_STEP
+        ax.text(total + 4, y, str(total) + (f" ({steps} K steps)" if steps > 1 else ""), va="center", fontsize=8)
+    for tick in ax.get_yticklabels():
+        tick.set_fontweight("bold" if highlight and tick.get_text() == highlight else "normal")
+    ax.set_xlabel("instructions in the K loop (static count, one wave, one trip: one K step of 64 unless marked)",
+                  fontsize=9)
+    ax.set_xlim(0, max(left) * 1.22)
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=5, fontsize=8, frameon=False)
+    if fig is not None:
+        fig.tight_layout()
+    return fig
+
+
+def vendor_chart(ax, labels: list[str]):
+    """Beside ``mix_chart``'s bars (same rows, ``labels`` top first, each ``"vN ..."``): the vendor's MFMA efficiency
+    per version, their base kernel (filled) and their best configuration (hollow, which needs their tools), labelled
+    as theirs with the commit of their chart."""
+    rows = labels[::-1]
+    for y, label in enumerate(rows):
+        version = int(label.split()[0][1:])
+        if version not in VENDOR:
+            continue
+        base = VENDOR[version][1]
+        ax.plot([base * 100], [y], "o", color="#D62728")
+        ax.text(base * 100 - 2, y + 0.28, f"{base:.0%}", fontsize=7, color="#D62728", ha="right")
+        variants = VENDOR_VARIANTS.get(version, ())
+        if variants:
+            config, _, best = max(variants, key=lambda v: v[2])
+            ax.plot([best * 100], [y], "o", markerfacecolor="white", markeredgecolor="#D62728")
+            ax.plot([base * 100, best * 100], [y, y], color="#D62728", linewidth=0.6, linestyle=":")
+            ax.text(best * 100 + 2, y + 0.28, f"{best:.0%} +{config}", fontsize=6, color="#D62728")
+    ax.set_yticks(range(len(rows)), [""] * len(rows))
+    ax.set_ylim(-0.5, len(rows) - 0.5)
+    ax.set_xlim(0, 175)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_xlabel("MFMA busy, % (AMD's traces)", fontsize=8)
+    ax.set_title("AMD's figures, not ours: MI355, their Triton\n(gfx950-gluon-tutorials chart @04322ed8)\n"
+                 "filled: base; hollow: best, needs their tools", fontsize=7)
+
+
+def mix_table(rows: dict[str, dict]) -> list[list]:
+    """The mixes as table rows (category, then one count per version), categories every version lacks left out."""
+    names = [name for name, _ in amdgcn.MIX if any(r[name] for r in rows.values())]
+    return [[name] + [r[name] for r in rows.values()] for name in names] + \
+        [["total"] + [sum(r.values()) for r in rows.values()]]
+
+
+# The categories the strip tells apart; everything else (VALU, SALU, nops) is drawn light grey.
+STRIP = ("MFMA", "LDS read", "buffer load → LDS", "wait", "barrier", "AGPR move", "scratch", "branch")
+_OTHER = "#EEEEEE"
+
+
+def issue_chart(loops: dict, title: str, width: float = 11.0):
+    """One strip per version (``{"v4": compiled, ...}``, first at the top): the instructions of its K loop in issue
+    order, one bar each. A version whose loop covers two K steps (unrolled) is drawn at half width per instruction
+    so that the strips compare per K step: ``{"v6": (compiled, 2)}``."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    fig, ax = plt.subplots(figsize=(width, 0.55 * len(loops) + 1.4))
+    labels = list(loops)[::-1]
+    longest = 0.0
+    for y, label in enumerate(labels):
+        entry = loops[label]
+        k, steps = entry if isinstance(entry, tuple) else (entry, 1)
+        instructions = amdgcn.main_loop(k).instructions
+        step = 1.0 / steps
+        longest = max(longest, len(instructions) * step)
+        by_colour: dict[str, list] = {}
+        for i, ins in enumerate(instructions):
+            cat = amdgcn.category(ins)
+            colour = MIX_COLOURS[cat] if cat in STRIP else _OTHER
+            by_colour.setdefault(colour, []).append((i * step, step))
+        for colour, spans in by_colour.items():
+            ax.broken_barh(spans, (y - 0.38, 0.76), facecolors=colour, linewidth=0)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlim(0, longest * 1.01)
+    ax.set_xlabel("instructions of the K loop, in issue order, per K step of 64 (an unrolled loop's two steps "
+                  "share one strip)", fontsize=9)
+    ax.set_title(title, fontsize=10)
+    handles = [Patch(facecolor=MIX_COLOURS[c], label=c) for c in STRIP] + [Patch(facecolor=_OTHER, label="other")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=5, fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def register_chart(budgets: dict, title: str, limit: int = 512):
+    """Stacked bars of arch VGPRs and AGPRs per lane (``{"v5": amdgcn.Budget, ...}``) against ``limit``, with the
+    scratch bytes of a version that spills written beside its bar."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(budgets) + 1.5))
+    labels = list(budgets)[::-1]
+    arch = [budgets[l].arch_vgprs for l in labels]
+    acc = [budgets[l].agprs for l in labels]
+    # The unified file rounds the arch part up to a multiple of 4 before the AGPRs start (.vgpr_count).
+    ax.barh(labels, arch, color="#4C78A8", label="arch VGPRs")
+    ax.barh(labels, acc, left=[budgets[l].vgprs - a for l, a in zip(labels, acc)], color="#BAB0AC", label="AGPRs")
+    for y, label in enumerate(labels):
+        b = budgets[label]
+        note = f"{b.vgprs}" + (f", {b.scratch_bytes} B scratch (spills)" if b.scratch_bytes else "")
+        ax.text(b.vgprs + 6, y, note, va="center", fontsize=8, color="#D62728" if b.scratch_bytes else "black")
+    ax.axvline(limit, color="#D62728", linestyle="--", linewidth=1)
+    ax.text(limit, len(labels) - 0.4, f" {limit} per lane", color="#D62728", fontsize=8, va="bottom")
+    ax.set_xlim(0, limit * 1.35)
+    ax.set_xlabel("registers per lane (one wave per SIMD)", fontsize=9)
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def xcd_map(orders: dict, num_pid_m: int, num_pid_n: int, title: str, xcds: int = 8):
+    """Side by side, one panel per order (``{"row-major": fn, ...}``, each ``fn(pid, num_pid_m, num_pid_n)``): the
+    grid of tiles of C, each tile coloured by the XCD of the workgroup that computes it (round robin dispatch)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from ..model import xcd
+
+    fig, axes = plt.subplots(1, len(orders), figsize=(3.6 * len(orders), 3.9))
+    axes = np.atleast_1d(axes)
+    cmap = plt.get_cmap("tab10", xcds)
+    for ax, (name, fn) in zip(axes, orders.items()):
+        rows, cols = xcd.workgroup_tiles(fn, num_pid_m, num_pid_n)
+        grid = np.full((num_pid_m, num_pid_n), -1)
+        grid[rows, cols] = xcd.xcd_of(len(rows), xcds)
+        ax.imshow(grid, cmap=cmap, vmin=-0.5, vmax=xcds - 0.5)
+        strips = [s for s in xcd.xcd_strips(rows, cols, xcd.CUS_PER_XCD["gfx950"], xcds) if s.xcd == 0]
+        first = strips[0]
+        ax.set_title(f"{name}\nXCD 0: {first.a_strips} rows of A + {first.b_strips} columns of B", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    return fig
