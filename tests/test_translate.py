@@ -101,3 +101,19 @@ def test_the_decision_table_follows_the_figures():
     rows, _ = decision_table({"GEMM": {"plain": "p", "translated": "t", "gluon": "g", "gain": "gain"}}, figures,
                              {"p": 30, "t": 31, "g": 120}, {"p": "a", "t": "b", "g": "c"})
     assert rows[0][-1].startswith("Gluon pays: 1.25× plain Triton in pairs (1.20–1.30×)") and rows[1][-1] == ""
+
+
+def test_the_model_tables_verdict_is_the_majority_of_the_shapes_verdicts_each_by_every_pair():
+    from gluon_course.grading.translate import PAYS, shapes_verdict
+
+    pays, enough, wins = [1.3, 1.25, 1.4], [1.3, 1.1, 1.4], [0.7, 0.8, 0.75]
+    said, counts = shapes_verdict({"a": {"over_plain_triton_pairs": pays}, "b": {"over_plain_triton_pairs": pays},
+                                   "c": {"over_plain_triton_pairs": enough}})
+    assert said.startswith("Gluon pays over the 3 model shapes: Gluon pays on 2") and counts["Gluon pays"] == ["a", "b"]
+    said, _ = shapes_verdict({"a": {"over_plain_triton_pairs": pays}, "b": {"over_plain_triton_pairs": wins}})
+    assert said.startswith("plain Triton is enough over the 2 model shapes")          # no majority: the simpler code
+    said, counts = shapes_verdict({"a": {"over_plain_triton_pairs": [PAYS, PAYS]}, "b": {"over_plain_triton_pairs": wins},
+                                   "c": {"over_plain_triton_pairs": wins}})
+    assert said.startswith("plain Triton wins") and counts["Gluon pays"] == ["a"]   # the line itself counts as clearing
+    said, _ = shapes_verdict({"a": {"over_plain_triton": 3.0}})
+    assert said.startswith("not recorded yet")

@@ -350,6 +350,32 @@ def verdict(plain: float, gluon: float, translated: float, gain: float | None = 
     return f"{said}; the translation runs at {translated / plain:.2f}× plain Triton"
 
 
+def shapes_verdict(shapes: dict) -> tuple[str, dict]:
+    """The GEMM's verdict over a table of shapes (lesson 32's model shapes), by a rule fixed on 2026-12-01, before any
+    recording that keeps every pair (the first recording, that day, kept only each shape's median):
+
+    * each shape by ``verdict``'s rule on its pairs against plain Triton (``over_plain_triton_pairs``): Gluon pays when
+      every pair is at least PAYS, plain Triton wins when every pair is at most 1 / PAYS, plain Triton is enough else;
+    * the table's verdict is the one that more than half of the shapes reach; with no majority, plain Triton is enough
+      (a tie goes to the simpler code, as for one shape).
+
+    Returns (the sentence, {verdict: [shapes]}); "not recorded yet" until a recording keeps the pairs."""
+    counts = {"Gluon pays": [], "plain Triton wins": [], "plain Triton is enough": []}
+    for shape, row in shapes.items():
+        pairs = row.get("over_plain_triton_pairs")
+        if not pairs:
+            return ("not recorded yet: the rule reads every pair of every shape, and no recording has kept them",
+                    counts)
+        low, high = min(pairs), max(pairs)
+        which = ("Gluon pays" if low >= PAYS else "plain Triton wins" if high <= 1 / PAYS else "plain Triton is enough")
+        counts[which].append(shape)
+    total = len(shapes)
+    winner = next((v for v, s in counts.items() if 2 * len(s) > total), "plain Triton is enough")
+    said = (f"{winner} over the {total} model shapes: Gluon pays on {len(counts['Gluon pays'])}, plain Triton is "
+            f"enough on {len(counts['plain Triton is enough'])}, plain Triton wins on {len(counts['plain Triton wins'])}")
+    return said, counts
+
+
 def decision_table(rows: dict, figures: dict, lines: dict, machine: dict) -> tuple[list, list]:
     """The lesson's decision table, from its rows: ``rows`` {kernel: {"plain": key, "translated": key, "gluon": key}}
     (figure keys; an optional "gain": key, Gluon over plain Triton timed in pairs, decides the verdict),
