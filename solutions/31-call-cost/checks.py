@@ -291,9 +291,10 @@ def bench_over_graph(M, N, K):
 HOST_WHY = ("the host's time to issue one call of matmul at 512 × 4096 × 4096 (W as w.t()), the GPU kept busy by a "
             "sleep so that no call waits for it; the least of 7 rounds of 200 calls, each launcher's rounds interleaved "
             "with the others'; it depends on the host's CPU, not the GPU, so the range is wide")
-GRAPH_WHY = ("the kernel's time replayed from a CUDA graph (no host between launches) over its do_bench median (L2 "
-             "flushed, an event pair around each call); do_bench also counts each launch's latency on the GPU, "
-             "which cuBLAS pays too, so a launcher with no host cost left reads about what cuBLAS reads")
+GRAPH_WHY = ("the kernel's time replayed from a CUDA graph (no host between launches, L2 kept warm between the calls) "
+             "over its do_bench median (L2 flushed, an event pair around each call); do_bench also counts each launch's "
+             "latency on the GPU and reads the operands from HBM, as cuBLAS's do too, so a launcher with no host cost "
+             "left reads about what cuBLAS reads")
 
 CHECKS = LessonChecks(
     targets=("sm_90",),
