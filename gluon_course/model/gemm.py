@@ -96,6 +96,29 @@ def store_overlaps_next_tile(programs) -> str | None:
     return None
 
 
+def consumers_take_turns(programs) -> str | None:
+    """Ping-pong consumers (lesson 33): two consumer partitions own alternate tiles and pass the tensor cores to each
+    other, so a tile's products are never interleaved with the other consumer's. In each program's order of events
+    the wgmma issues fall into runs by partition: one run per tile of C (as many as the program's TMA stores), the
+    runs alternating between the two consumers, the default partition (consumer 0, the program's first tile) first."""
+    for prog in programs:
+        issues = [e["partition"] for e in prog.trace if e["what"] == "wgmma"]
+        runs = [who for i, who in enumerate(issues) if i == 0 or issues[i - 1] != who]
+        tiles = sum(1 for e in prog.trace if e["what"] == "tma store")
+        if not runs:
+            continue
+        if runs[0] != "default partition":
+            return (f"program {prog.pid[0]}: the first products are {runs[0]}'s, not consumer 0's (the default "
+                    "partition, which owns the program's first tile): the turn starts with the wrong consumer")
+        alternate = all(runs[i] != runs[i - 1] for i in range(1, len(runs)))
+        if len(runs) != tiles or not alternate:
+            return (f"program {prog.pid[0]}: its {tiles} tiles' products came in {len(runs)} runs by consumer "
+                    f"({' → '.join(r.replace(' partition', '') for r in runs[:8])}{' …' if len(runs) > 8 else ''}): "
+                    "the two consumers' K loops interleave, so neither has the tensor cores to itself while the other "
+                    "stores C; each must wait for its turn before its first product and hand it over after its last")
+    return None
+
+
 def tma_launch(kernel, tile: dict, grid, constexprs: dict, dtype: str = "bf16", b_layout: str = "row",
                c_descriptor: bool = False, num_warps: int = 4):
     """The launch of a TMA kernel ``kernel(a_desc, b_desc, c_ptr (or c_desc), M, N, K, stride_cm, stride_cn,

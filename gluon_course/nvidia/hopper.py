@@ -10,9 +10,11 @@ TMA_RULE = ("TMA needs the start of every row 16-byte aligned: the base address 
             "must be multiples of 16 bytes")
 
 
-def tma_descriptor(name: str, t: torch.Tensor, block_shape: list):
+def tma_descriptor(name: str, t: torch.Tensor, block_shape: list, cga=None):
     """A TMA descriptor for the 2D bf16/fp16 tensor ``t`` in tiles of ``block_shape`` (NVMMA-swizzled in shared
-    memory), or a ValueError naming TMA's rule and the way out. Lesson 14's ``tma_descriptor``, kept here."""
+    memory), or a ValueError naming TMA's rule and the way out. Lesson 14's ``tma_descriptor``, kept here. ``cga``
+    (lesson 33): the tile's ``cga_layout`` in a cluster, which CTA holds which part of it (``[[1, 0]]``: two CTAs
+    stacked along the first dimension; ``[[0, 0]]``: both hold all of it)."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -26,7 +28,7 @@ def tma_descriptor(name: str, t: torch.Tensor, block_shape: list):
             f"{16 // t.element_size()} (zero columns appended to A and zero rows to B leave A·B unchanged; zero "
             "columns appended to B give extra columns of C to slice off), or use lesson 13's cp.async kernel, "
             "which takes any shape")
-    layout = gl.NVMMASharedLayout.get_default_for(block_shape, gl_dtype)
+    layout = gl.NVMMASharedLayout.get_default_for(block_shape, gl_dtype, cga_layout=[list(v) for v in cga] if cga else None)
     try:
         return TensorDescriptor.from_tensor(t, block_shape, layout)
     except AssertionError as e:      # TensorDescriptor checks with assert: turn it into a sentence
@@ -57,3 +59,24 @@ def require_hopper(t: torch.Tensor) -> None:
     if torch.version.hip is not None or torch.cuda.get_device_capability(t.device)[0] != 9:
         raise RuntimeError(f"wgmma is Hopper's instruction (compute capability 9.x, e.g. H100, H200); this GPU is "
                            f"{torch.cuda.get_device_name(t.device)}: use lesson 14's kernel (mma.sync) here")
+
+
+_RESIDENT: dict = {}
+
+
+def resident_clusters(kernel, args, kwargs, cluster: int, device) -> int:
+    """How many clusters of ``cluster`` CTAs of this compiled kernel the GPU holds at once (the CUDA driver's
+    cuOccupancyMaxActiveClusters, as Triton's NVIDIA driver exposes it): a persistent kernel launched with more waits
+    for a second wave. A cluster's CTAs must share a GPC, so this can be fewer than SMs / cluster."""
+    import triton
+
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    if cluster == 1:
+        return sms
+    compiled = kernel.warmup(*args, grid=(1,), **kwargs)
+    key = (id(compiled), cluster, device)
+    if key not in _RESIDENT:
+        compiled._init_handles()
+        utils = triton.runtime.driver.active.utils
+        _RESIDENT[key] = int(utils.cuOccupancyMaxActiveClusters(compiled.function, compiled.metadata.shared, cluster))
+    return max(1, min(_RESIDENT[key], sms // cluster))

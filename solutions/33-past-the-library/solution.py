@@ -1,0 +1,366 @@
+"""Lesson 33 · GEMM v10: past the library.
+
+Lesson 19's two consumer warpgroups shared one 128 × 256 tile: they waited for the same slots, multiplied together,
+and stored C together, so while C's tile left through shared memory the tensor cores had nothing to do. Here each
+step is a whole kernel, and each changes one thing:
+
+1. **Ping-pong consumers** (``pingpong_kernel``): each consumer warpgroup owns a whole tile (128 × 128, its own
+   accumulator) and the two take the program's tiles in turn. Two *order barriers* pass the tensor cores from one to
+   the other, so one warpgroup's epilogue runs while the other's products do.
+2. **A cluster with TMA multicast** (``cluster_kernel``): two programs (CTAs) of a cluster compute two tiles of C one
+   above the other, which need the same tile of B; one copy of it is read from L2 and written into both CTAs' shared
+   memory (``tma.async_load(..., multicast=True)``). A slot of B may be refilled only when *both* CTAs are done with
+   it: its release barrier is the cluster's, counting both.
+"""
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+
+from gluon_course.nvidia.hopper import resident_clusters, require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.validate import empty_product, require_matmul_args
+
+# Each consumer warpgroup's tile is 128 × 128 (128 fp32 accumulator registers a thread: a 128 × 256 tile would need
+# 256, more than a thread may hold); 4 slots of 32 KiB and two C buffers of 32 KiB fill 192 KiB. One producer warp.
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "STAGES": 4, "GROUP_M": 8, "LOAD_REGS": 40,
+          "MMA_REGS": 232}
+# Step 2 adds the cluster: CLUSTER_M CTAs stacked along M share B's tile.
+CLUSTER_CONFIG = {**CONFIG, "CLUSTER_M": 2}
+CONSUMER_WARPS = gl.constexpr(4)          # one warpgroup per consumer
+
+
+def wgmma_layout(BLOCK_N: int, cga_layout=()):
+    """The accumulator of one consumer warpgroup (4 warps, 16 rows each of every 64; two wgmma rows of 64 cover 128).
+    ``cga_layout`` (the cluster step) says which CTA of the cluster holds which rows."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[CONSUMER_WARPS, 1], instr_shape=[16, BLOCK_N, 16],
+                                     cga_layout=list(cga_layout))
+
+
+@gluon.jit
+def grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
+    """(pid_m, pid_n) of tile number ``tile`` in lesson 17's grouped order."""
+    tiles_per_group = GROUP_M * num_pid_n
+    first_pid_m = (tile // tiles_per_group) * GROUP_M
+    group_rows = gl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile % tiles_per_group) % group_rows
+    pid_n = (tile % tiles_per_group) // group_rows
+    return pid_m, pid_n
+
+
+# -- 1. ping-pong consumers ----------------------------------------------------------------------------------------
+
+@gluon.jit
+def pingpong_load(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES: gl.constexpr,
+                  GROUP_M: gl.constexpr, B_KN: gl.constexpr):
+    """The producer (one warp), lesson 19's: every tile of the program in order, every K step into the ring. That the
+    tiles alternate between two consumers changes nothing here: each slot is read by one of them."""
+    BLOCK_M: gl.constexpr = a_desc.block_shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
+            if B_KN:
+                tma.async_load(b_desc, [k * BLOCK_K, pid_n * BLOCK_N], ready.index(slot), b_ring.index(slot))
+            else:
+                tma.async_load(b_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), b_ring.index(slot))
+            step += 1
+
+
+@gluon.jit
+def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next_turn, M, N, K,
+                      ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
+                      B_KN: gl.constexpr):
+    """Consumer ``ME`` (0 or 1, one warpgroup): the program's tiles number ME, ME + 2, ME + 4, ... It multiplies only
+    while it holds the turn (``my_turn``), hands the turn on (``next_turn``) once its last product is issued, and
+    stores its tile while the other consumer multiplies."""
+    BLOCK_M: gl.constexpr = c_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_shape[1]
+    BLOCK_K: gl.constexpr = a_ring.shape[2]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    turns = 0                               # tiles this consumer has done: the phase of its order barrier
+    local = ME                              # the tile's number among the program's tiles
+    for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        step = local * k_tiles              # where this tile's K steps sit in the producer's sequence
+        ### BEGIN SOLUTION: wait for the turn: consumer 0 starts (its first wait passes), consumer 1 waits for 0's handover
+        # The turn barrier of consumer ME completes a phase each time the other consumer hands it over. Consumer 0's
+        # first wait asks for the phase "before phase 0" (parity 1), complete from the start; consumer 1's first asks
+        # for phase 0, which consumer 0's first handover completes.
+        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
+        ### END SOLUTION
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+            b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
+            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
+            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+            step += 1
+        ### BEGIN SOLUTION: every product of this tile is issued: hand the tensor cores to the other consumer
+        # The last product may still be running; the other consumer's first ones queue behind it, so the tensor cores
+        # never wait for this consumer's epilogue.
+        mbarrier.arrive(next_turn)
+        ### END SOLUTION
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        # Lesson 19's epilogue, into this consumer's own buffer: the other consumer's products run meanwhile.
+        tma.store_wait(0)
+        c_smem.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_store(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)
+        turns += 1
+        local += 2
+    tma.store_wait(0)
+
+
+@gluon.jit
+def pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                    BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                    LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr, B_KN: gl.constexpr):
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BLOCK_M, BLOCK_N], c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    for c in gl.static_range(2):
+        mbarrier.init(turn.index(c), count=1)      # one handover (one arrive) completes a phase
+    ### BEGIN SOLUTION: three partitions: consumer 0 (the default, this kernel's 4 warps), consumer 1 (4 warps), the producer
+    # Consumer ME waits on turn[ME] and hands over on turn[1 - ME]. Consumer 1 asks for MMA_REGS registers (setmaxnreg);
+    # consumer 0 gets what the launch's 12 warps leave after the two workers' counts.
+    gl.warp_specialize([
+        (pingpong_consumer, (c_desc, a_ring, b_ring, c_smem.index(0), ready, empty, turn.index(0), turn.index(1),
+                             M, N, K, 0, STAGES, GROUP_M, acc_layout, B_KN)),
+        (pingpong_consumer, (c_desc, a_ring, b_ring, c_smem.index(1), ready, empty, turn.index(1), turn.index(0),
+                             M, N, K, 1, STAGES, GROUP_M, acc_layout, B_KN)),
+        (pingpong_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, B_KN)),
+    ], [CONSUMER_WARPS, 1], [MMA_REGS, LOAD_REGS])
+    ### END SOLUTION
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+    for c in gl.static_range(2):
+        mbarrier.invalidate(turn.index(c))
+
+
+# -- 2. a cluster with TMA multicast ---------------------------------------------------------------------------------
+# Gluon writes a cluster's kernel once, for the whole cluster: the tiles below are the cluster's (CLUSTER_M × BLOCK_M
+# rows of A and C), and each tensor's layout says which CTA holds which part (``cga_layout``): A's and C's rows are
+# split between the CTAs, B's tile is held whole by both. program_id is the cluster's number.
+
+@gluon.jit
+def cluster_load(a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, STAGES: gl.constexpr,
+                 GROUP_M: gl.constexpr, B_KN: gl.constexpr):
+    """The producer of each CTA. A: each CTA copies its own rows. B: one copy, multicast into both CTAs' slots
+    (Triton 3.9.0 issues it from the cluster's first CTA, with the mask of every CTA that holds B's tile)."""
+    CLUSTER_BLOCK_M: gl.constexpr = a_desc.block_shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
+    num_pid_m = gl.cdiv(M, CLUSTER_BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            phase = ((step // STAGES) & 1) ^ 1
+            # This CTA's consumers are done with the slot: its part of A may be overwritten.
+            mbarrier.wait(empty.index(slot), phase)
+            # Per CTA: its rows of A, and all of B's tile (which the multicast brings).
+            mbarrier.expect(ready.index(slot), a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
+            tma.async_load(a_desc, [pid_m * CLUSTER_BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
+            ### BEGIN SOLUTION: B's tile goes to both CTAs: wait until both have released the slot, then multicast it
+            # The cluster's barrier: only the first CTA waits on it, the one that issues the multicast.
+            mbarrier.wait(b_empty.index(slot), phase)
+            if B_KN:
+                tma.async_load(b_desc, [k * BLOCK_K, pid_n * BLOCK_N], ready.index(slot), b_ring.index(slot),
+                               multicast=True)
+            else:
+                tma.async_load(b_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), b_ring.index(slot),
+                               multicast=True)
+            ### END SOLUTION
+            step += 1
+
+
+@gluon.jit
+def cluster_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, my_turn, next_turn, M, N, K,
+                     ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
+                     B_KN: gl.constexpr):
+    """Step 1's consumer on the cluster's tile (each CTA multiplies its own rows); a slot is released twice: to this
+    CTA's producer (``empty``, for A) and to the cluster's (``b_empty``, for B)."""
+    CLUSTER_BLOCK_M: gl.constexpr = c_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_shape[1]
+    BLOCK_K: gl.constexpr = a_ring.shape[2]
+    num_pid_m = gl.cdiv(M, CLUSTER_BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    turns = 0
+    local = ME
+    for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        step = local * k_tiles
+        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
+        acc = gl.zeros([CLUSTER_BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+            b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
+            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
+            ### BEGIN SOLUTION: release the previous step's slot to this CTA's producer and to the cluster's
+            # b_empty is the cluster's: both CTAs' consumers arrive on it (on the first CTA's barrier, whose count
+            # Gluon multiplied by the cluster's two CTAs), so the multicast waits for both.
+            previous = (step + STAGES - 1) % STAGES
+            mbarrier.arrive(empty.index(previous), pred=k > 0)
+            mbarrier.arrive(b_empty.index(previous), pred=k > 0)
+            ### END SOLUTION
+            step += 1
+        mbarrier.arrive(next_turn)
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        mbarrier.arrive(b_empty.index((step + STAGES - 1) % STAGES))
+        tma.store_wait(0)
+        c_smem.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_store(c_desc, [pid_m * CLUSTER_BLOCK_M, pid_n * BLOCK_N], c_smem)
+        turns += 1
+        local += 2
+    tma.store_wait(0)
+
+
+@gluon.jit
+def cluster_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                   BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                   LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr, CLUSTER_M: gl.constexpr, B_KN: gl.constexpr):
+    gl.static_assert(gl.num_ctas() == CLUSTER_M, "launch with num_ctas=CLUSTER_M")
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
+    # One barrier per CTA (each CTA's own copies and releases) ...
+    ready = mbarrier.allocate_mbarrier(batch=STAGES)
+    empty = mbarrier.allocate_mbarrier(batch=STAGES)
+    turn = mbarrier.allocate_mbarrier(batch=2)
+    ### BEGIN SOLUTION: ... and one for the whole cluster: B's slot is free when both CTAs have released it
+    # cga_layout [[0]]: both CTAs name the same barrier (the first CTA's); init's count is per CTA and Gluon multiplies
+    # it by the CTAs that share the barrier, so count=1 means one release from each.
+    b_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout(cga_layout=[[0]]))
+    ### END SOLUTION
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+        mbarrier.init(b_empty.index(s), count=1)
+    for c in gl.static_range(2):
+        mbarrier.init(turn.index(c), count=1)
+    gl.warp_specialize([
+        (cluster_consumer, (c_desc, a_ring, b_ring, c_smem.index(0), ready, empty, b_empty, turn.index(0),
+                            turn.index(1), M, N, K, 0, STAGES, GROUP_M, acc_layout, B_KN)),
+        (cluster_consumer, (c_desc, a_ring, b_ring, c_smem.index(1), ready, empty, b_empty, turn.index(1),
+                            turn.index(0), M, N, K, 1, STAGES, GROUP_M, acc_layout, B_KN)),
+        (cluster_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, STAGES, GROUP_M, B_KN)),
+    ], [CONSUMER_WARPS, 1], [MMA_REGS, LOAD_REGS])
+    # The other CTA's last releases may still be on their way to this CTA's b_empty: no barrier is retired before
+    # every CTA of the cluster is here.
+    gl.barrier(cluster=True)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+        mbarrier.invalidate(b_empty.index(s))
+    for c in gl.static_range(2):
+        mbarrier.invalidate(turn.index(c))
+
+
+# -- launchers -----------------------------------------------------------------------------------------------------
+
+def b_is_k_by_n(b) -> bool:
+    """True for B stored K × N row-major, False for the transpose of an N × K row-major matrix (``w.t()``)."""
+    return b.shape[1] <= 1 or b.stride(1) == 1
+
+
+def _prepare(a, b, c, programs, config, defaults):
+    if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    M, N, K = require_matmul_args(a, b, c, b_either_way=True)
+    unknown = set(config) - set(defaults)
+    if unknown:
+        raise TypeError(f"unknown config keys {sorted(unknown)}; this launcher takes {sorted(defaults)} and programs")
+    if programs is not None and not (isinstance(programs, int) and programs >= 1):
+        raise ValueError(f"programs={programs!r}: a positive number of programs, or None for one per SM")
+    cfg = {**defaults, **config}
+    for name in ("LOAD_REGS", "MMA_REGS"):
+        if not (isinstance(cfg[name], int) and 24 <= cfg[name] <= 256 and cfg[name] % 8 == 0):
+            raise ValueError(f"{name}={cfg[name]!r}: setmaxnreg takes a multiple of 8 from 24 to 256")
+    return c, M, N, K, cfg
+
+
+def _descriptors(a, b, c, cfg, rows):
+    """TMA descriptors of A's [rows, BLOCK_K] tiles, B's (K × N or N × K), C's [rows, BLOCK_N]; ``rows`` is a CTA's
+    BLOCK_M, or a cluster's CLUSTER_M × BLOCK_M."""
+    BM, BN, BK = rows, cfg["BLOCK_N"], cfg["BLOCK_K"]
+    if b_is_k_by_n(b):
+        b_desc = tma_descriptor("b", b, [BK, BN], cga=cfg.get("b_cga"))
+    else:
+        b_desc = tma_descriptor("b (as N × K)", b.t(), [BN, BK], cga=cfg.get("b_cga"))
+    return (tma_descriptor("a", a, [BM, BK], cga=cfg.get("ac_cga")), b_desc,
+            tma_descriptor("c", c, [BM, BN], cga=cfg.get("ac_cga")))
+
+
+def pingpong_matmul(a, b, c=None, programs=None, **config):
+    """C = A·B by step 1's kernel (ping-pong consumers); returns ``c``. B is K × N row-major or ``w.t()`` of an N × K
+    one; rows start on 16-byte boundaries (K and N multiples of 8 for bf16/fp16). Hopper only (sm_90)."""
+    c, M, N, K, cfg = _prepare(a, b, c, programs, config, CONFIG)
+    if empty_product(a, b, c):
+        return c
+    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS, cfg["STAGES"])
+    require_hopper(a)
+    a_desc, b_desc, c_desc = _descriptors(a, b, c, cfg, cfg["BLOCK_M"])
+    tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    pingpong_kernel[(min(tiles, programs or sms),)](
+        a_desc, b_desc, c_desc, M, N, K, **cfg, acc_layout=wgmma_layout(cfg["BLOCK_N"]), B_KN=b_is_k_by_n(b),
+        num_warps=CONSUMER_WARPS)
+    return c
+
+
+def matmul(a, b, c=None, programs=None, **config):
+    """C = A·B by step 2's kernel (ping-pong consumers in clusters of CLUSTER_M CTAs along M, B's tile multicast);
+    returns ``c``. Same operands as ``pingpong_matmul``. ``programs`` counts clusters (default: as many as the GPU
+    holds at once, which may be fewer than SMs / CLUSTER_M: a cluster's CTAs must sit in one GPC)."""
+    c, M, N, K, cfg = _prepare(a, b, c, programs, config, CLUSTER_CONFIG)
+    if empty_product(a, b, c):
+        return c
+    cluster = cfg["CLUSTER_M"]
+    if cluster not in (1, 2, 4):
+        raise ValueError(f"CLUSTER_M={cluster!r}: this kernel stacks 1, 2 or 4 CTAs along M (a power of two; Hopper's "
+                         "portable cluster size is at most 8)")
+    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS, cfg["STAGES"])
+    require_hopper(a)
+    # A's and C's rows split between the cluster's CTAs (CTA i holds the i-th BLOCK_M rows); B's tile held by all.
+    split = [[1 << i, 0] for i in range(cluster.bit_length() - 1)]
+    layouts = {"ac_cga": split, "b_cga": [[0, 0]] * len(split)}
+    a_desc, b_desc, c_desc = _descriptors(a, b, c, {**cfg, **layouts}, cluster * cfg["BLOCK_M"])
+    tiles = triton.cdiv(M, cluster * cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
+    args = (a_desc, b_desc, c_desc, M, N, K)
+    kwargs = {**cfg, "acc_layout": wgmma_layout(cfg["BLOCK_N"], split), "B_KN": b_is_k_by_n(b),
+              "num_warps": CONSUMER_WARPS, "num_ctas": cluster}
+    if programs is None:
+        programs = resident_clusters(cluster_kernel, args, kwargs, cluster, a.device)
+    cluster_kernel[(min(tiles, programs),)](*args, **kwargs)
+    return c
