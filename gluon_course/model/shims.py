@@ -532,6 +532,11 @@ def _num_programs(axis):
     return current().grid[int(axis)]
 
 
+def _num_ctas():
+    """The model runs one CTA at a time: a cluster kernel runs here as a cluster of one (lesson 33)."""
+    return 1
+
+
 def _num_warps():
     return current().num_warps
 
@@ -553,7 +558,7 @@ def _permute(x, order):
 
 
 GL = {
-    "program_id": _program_id, "num_programs": _num_programs, "num_warps": _num_warps,
+    "program_id": _program_id, "num_programs": _num_programs, "num_warps": _num_warps, "num_ctas": _num_ctas,
     "arange": _arange, "zeros": _zeros, "full": _full, "load": load, "store": store,
     "convert_layout": _identity, "set_auto_layout": _identity, "cdiv": _cdiv, "minimum": _minimum,
     "maximum": _maximum, "where": _where, "static_range": _static_range, "expand_dims": _expand_dims,
@@ -665,6 +670,11 @@ class HostTensorDescriptor:
     @property
     def dtype(self):
         return self.buffer.dtype
+
+    @property
+    def nbytes_per_cta(self) -> int:
+        """The bytes of one CTA's part of a tile: the model runs one CTA, which holds all of it."""
+        return self.block_type.nbytes
 
     @property
     def shape(self):

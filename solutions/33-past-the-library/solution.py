@@ -287,6 +287,16 @@ def cluster_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK
         mbarrier.invalidate(turn.index(c))
 
 
+def cluster_layouts(cluster: int) -> dict:
+    """Which CTA of a cluster of ``cluster`` (stacked along M) holds which part of each tile, as ``cga_layout`` bases:
+    A's and C's rows split (CTA i holds the i-th BLOCK_M rows: bases [1, 0], [2, 0], ...), B's tile held whole by
+    every CTA (bases [0, 0]: the multicast's destination). What ``matmul`` passes, what the checks compile."""
+    ### BEGIN SOLUTION: A's and C's rows split between the CTAs, B's tile broadcast to all of them
+    split = [[1 << i, 0] for i in range(cluster.bit_length() - 1)]
+    return {"ac_cga": split, "b_cga": [[0, 0]] * len(split)}
+    ### END SOLUTION
+
+
 # -- launchers -----------------------------------------------------------------------------------------------------
 
 def b_is_k_by_n(b) -> bool:
@@ -352,13 +362,11 @@ def matmul(a, b, c=None, programs=None, **config):
                          "portable cluster size is at most 8)")
     require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS, cfg["STAGES"])
     require_hopper(a)
-    # A's and C's rows split between the cluster's CTAs (CTA i holds the i-th BLOCK_M rows); B's tile held by all.
-    split = [[1 << i, 0] for i in range(cluster.bit_length() - 1)]
-    layouts = {"ac_cga": split, "b_cga": [[0, 0]] * len(split)}
+    layouts = cluster_layouts(cluster)
     a_desc, b_desc, c_desc = _descriptors(a, b, c, {**cfg, **layouts}, cluster * cfg["BLOCK_M"])
     tiles = triton.cdiv(M, cluster * cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
     args = (a_desc, b_desc, c_desc, M, N, K)
-    kwargs = {**cfg, "acc_layout": wgmma_layout(cfg["BLOCK_N"], split), "B_KN": b_is_k_by_n(b),
+    kwargs = {**cfg, "acc_layout": wgmma_layout(cfg["BLOCK_N"], layouts["ac_cga"]), "B_KN": b_is_k_by_n(b),
               "num_warps": CONSUMER_WARPS, "num_ctas": cluster}
     if programs is None:
         programs = resident_clusters(cluster_kernel, args, kwargs, cluster, a.device)

@@ -1,0 +1,56 @@
+"""Planted mistakes of lesson 33: each is the solution with one plausible mistake, and names the key of the check
+that must reject it (see gluon_course.grading.checks.Plant)."""
+from gluon_course.grading import Plant
+
+TURN_WAIT = ("        # for phase 0, which consumer 0's first handover completes.\n"
+             "        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))\n")
+CONSUMER_1 = ("ready, empty, turn.index(1), turn.index(0),\n                             M, N, K, 1,")
+
+PLANTS = [
+    # ---- caught without a GPU ----
+    Plant("B's release barrier counted for one CTA (a barrier per CTA, as ready's): the first CTA multicasts B's next "
+          "tile once its own consumers are done, into the other CTA's slot while that CTA's consumers may still read "
+          "it; the listing's inits have no count of 2 and no release crosses the cluster",
+          "    b_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout(cga_layout=[[0]]))",
+          "    b_empty = mbarrier.allocate_mbarrier(batch=STAGES)",
+          rejected_by="cluster_barriers_sm_90", gpu=False),
+    Plant("B's tile split between the CTAs along K ([[1, 0]] on its [BLOCK_K, BLOCK_N] tile) instead of held by both, "
+          "so that neither CTA would receive all of it: Triton 3.9.0 fails to lower this kernel (its "
+          "ConvertTritonGPUToLLVM pass), and the check says so. (Gluon computes the multicast's CTA mask from the "
+          "destination's layout, so a mask is never written by hand; the check reads it from the PTX all the same)",
+          'return {"ac_cga": split, "b_cga": [[0, 0]] * len(split)}', 'return {"ac_cga": split, "b_cga": split}',
+          rejected_by="cluster_sm_90", gpu=False),
+    Plant("B loaded without multicast=True into a tile both CTAs hold: each CTA's producer copies all of B itself, "
+          "twice the L2 reads the cluster was for",
+          "ready.index(slot), b_ring.index(slot),\n                               multicast=True)\n            else:",
+          "ready.index(slot), b_ring.index(slot))\n            else:",
+          rejected_by="cluster_sm_90", gpu=False),
+    Plant("the ping-pong order barriers swapped in consumer 1's arguments (it waits on turn[0] and hands over on "
+          "turn[1], as consumer 0 does): no one ever hands consumer 0 its second turn",
+          CONSUMER_1, "ready, empty, turn.index(0), turn.index(1),\n                             M, N, K, 1,",
+          rejected_by="host_model", gpu=False),
+    Plant("no wait for the turn: consumer 1 starts its tile while consumer 0 still multiplies, and its waits on the "
+          "ring run more than a trip ahead of the producer (a wait's parity then names an older phase: it reads a "
+          "slot the producer is refilling)",
+          TURN_WAIT, "        # for phase 0, which consumer 0's first handover completes.\n", rejected_by="host_model",
+          gpu=False),
+    Plant("consumer 1 takes the first turn (parity ^ ME): it waits for ring slots behind consumer 0's tile, which "
+          "waits for the turn: both wait forever",
+          TURN_WAIT, TURN_WAIT.replace("^ (1 - ME)", "^ ME"), rejected_by="host_model", gpu=False),
+    Plant("the consumers release A's slot but not B's (no arrive on b_empty in the K loop): the producer waits for "
+          "B's slot forever",
+          "            mbarrier.arrive(b_empty.index(previous), pred=k > 0)\n", "",
+          rejected_by="host_model_cluster", gpu=False),
+    Plant("STAGES 6 in CONFIG: 6 × 32 KiB of ring and 64 KiB of C buffers, more shared memory than a program may use",
+          '"BLOCK_K": 64, "STAGES": 4, "GROUP_M": 8,', '"BLOCK_K": 64, "STAGES": 6, "GROUP_M": 8,',
+          rejected_by="config_fits", gpu=False),
+    # ---- caught on a GPU ----
+    Plant("use_acc=False in the cluster's consumers: every K step's products overwrite acc instead of adding to it",
+          "            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)\n"
+          "            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))\n"
+          "            ### BEGIN SOLUTION: release",
+          "            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True, use_acc=False)\n"
+          "            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))\n"
+          "            ### BEGIN SOLUTION: release",
+          rejected_by="correct_tma_shapes", gpu=True),
+]
