@@ -1,0 +1,342 @@
+# Lesson 33 starter, generated from solutions/33-past-the-library/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 33   (`make starters` rewrites it: keep a copy)
+"""Lesson 33 · GEMM v10: past the library.
+
+Lesson 19's two consumer warpgroups shared one 128 × 256 tile: they waited for the same slots, multiplied together,
+and stored C together, so while C's tile left through shared memory the tensor cores had nothing to do. Here each
+step is a whole kernel, and each changes one thing:
+
+1. **Ping-pong consumers** (``pingpong_kernel``): each consumer warpgroup owns a whole tile (128 × 128, its own
+   accumulator) and the two take the program's tiles in turn. Two *order barriers* pass the tensor cores from one to
+   the other, so one warpgroup's epilogue runs while the other's products do.
+2. **A cluster with TMA multicast** (``cluster_kernel``): two programs (CTAs) of a cluster compute two tiles of C one
+   above the other, which need the same tile of B; one copy of it is read from L2 and written into both CTAs' shared
+   memory (``tma.async_load(..., multicast=True)``). A slot of B may be refilled only when *both* CTAs are done with
+   it: its release barrier is the cluster's, counting both.
+"""
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+
+from gluon_course.nvidia.hopper import resident_clusters, require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.validate import empty_product, require_matmul_args
+
+# Each consumer warpgroup's tile is 128 × 128 (128 fp32 accumulator registers a thread: a 128 × 256 tile would need
+# 256, more than a thread may hold); 4 slots of 32 KiB and two C buffers of 32 KiB fill 192 KiB. One producer warp.
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "STAGES": 4, "GROUP_M": 8, "LOAD_REGS": 40,
+          "MMA_REGS": 232}
+# Step 2 adds the cluster: CLUSTER_M CTAs stacked along M share B's tile.
+CLUSTER_CONFIG = {**CONFIG, "CLUSTER_M": 2}
+CONSUMER_WARPS = gl.constexpr(4)          # one warpgroup per consumer
+
+
+def wgmma_layout(BLOCK_N: int, cga_layout=()):
+    """The accumulator of one consumer warpgroup (4 warps, 16 rows each of every 64; two wgmma rows of 64 cover 128).
+    ``cga_layout`` (the cluster step) says which CTA of the cluster holds which rows."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[CONSUMER_WARPS, 1], instr_shape=[16, BLOCK_N, 16],
+                                     cga_layout=list(cga_layout))
+
+
+@gluon.jit
+def grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
+    """(pid_m, pid_n) of tile number ``tile`` in lesson 17's grouped order."""
+    tiles_per_group = GROUP_M * num_pid_n
+    first_pid_m = (tile // tiles_per_group) * GROUP_M
+    group_rows = gl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile % tiles_per_group) % group_rows
+    pid_n = (tile % tiles_per_group) // group_rows
+    return pid_m, pid_n
+
+
+# -- 1. ping-pong consumers ----------------------------------------------------------------------------------------
+
+@gluon.jit
+def pingpong_load(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES: gl.constexpr,
+                  GROUP_M: gl.constexpr, B_KN: gl.constexpr):
+    """The producer (one warp), lesson 19's: every tile of the program in order, every K step into the ring. That the
+    tiles alternate between two consumers changes nothing here: each slot is read by one of them."""
+    BLOCK_M: gl.constexpr = a_desc.block_shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
+            if B_KN:
+                tma.async_load(b_desc, [k * BLOCK_K, pid_n * BLOCK_N], ready.index(slot), b_ring.index(slot))
+            else:
+                tma.async_load(b_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), b_ring.index(slot))
+            step += 1
+
+
+@gluon.jit
+def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next_turn, M, N, K,
+                      ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
+                      B_KN: gl.constexpr):
+    """Consumer ``ME`` (0 or 1, one warpgroup): the program's tiles number ME, ME + 2, ME + 4, ... It multiplies only
+    while it holds the turn (``my_turn``), hands the turn on (``next_turn``) once its last product is issued, and
+    stores its tile while the other consumer multiplies."""
+    BLOCK_M: gl.constexpr = c_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_shape[1]
+    BLOCK_K: gl.constexpr = a_ring.shape[2]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    turns = 0                               # tiles this consumer has done: the phase of its order barrier
+    local = ME                              # the tile's number among the program's tiles
+    for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        step = local * k_tiles              # where this tile's K steps sit in the producer's sequence
+        # TODO gap 1: wait for the turn: consumer 0 starts (its first wait passes), consumer 1 waits for 0's handover
+        gl.static_assert(False, "lesson 33, gap 1 not yet implemented: wait for the turn: consumer 0 starts (its first wait passes), consumer 1 waits for 0's handover")
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+            b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
+            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
+            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+            step += 1
+        # TODO gap 2: every product of this tile is issued: hand the tensor cores to the other consumer
+        gl.static_assert(False, 'lesson 33, gap 2 not yet implemented: every product of this tile is issued: hand the tensor cores to the other consumer')
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        # Lesson 19's epilogue, into this consumer's own buffer: the other consumer's products run meanwhile.
+        tma.store_wait(0)
+        c_smem.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_store(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)
+        turns += 1
+        local += 2
+    tma.store_wait(0)
+
+
+@gluon.jit
+def pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                    BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                    LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr, B_KN: gl.constexpr):
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BLOCK_M, BLOCK_N], c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    for c in gl.static_range(2):
+        mbarrier.init(turn.index(c), count=1)      # one handover (one arrive) completes a phase
+    # TODO gap 3: three partitions: consumer 0 (the default, this kernel's 4 warps), consumer 1 (4 warps), the producer
+    gl.static_assert(False, "lesson 33, gap 3 not yet implemented: three partitions: consumer 0 (the default, this kernel's 4 warps), consumer 1 (4 warps), the producer")
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+    for c in gl.static_range(2):
+        mbarrier.invalidate(turn.index(c))
+
+
+# -- 2. a cluster with TMA multicast ---------------------------------------------------------------------------------
+# Gluon writes a cluster's kernel once, for the whole cluster: the tiles below are the cluster's (CLUSTER_M × BLOCK_M
+# rows of A and C), and each tensor's layout says which CTA holds which part (``cga_layout``): A's and C's rows are
+# split between the CTAs, B's tile is held whole by both. program_id is the cluster's number.
+
+@gluon.jit
+def cluster_load(a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, STAGES: gl.constexpr,
+                 GROUP_M: gl.constexpr, B_KN: gl.constexpr):
+    """The producer of each CTA. A: each CTA copies its own rows. B: one copy, multicast into both CTAs' slots
+    (Triton 3.9.0 issues it from the cluster's first CTA, with the mask of every CTA that holds B's tile)."""
+    CLUSTER_BLOCK_M: gl.constexpr = a_desc.block_shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
+    num_pid_m = gl.cdiv(M, CLUSTER_BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            phase = ((step // STAGES) & 1) ^ 1
+            # This CTA's consumers are done with the slot: its part of A may be overwritten.
+            mbarrier.wait(empty.index(slot), phase)
+            # Per CTA: its rows of A, and all of B's tile (which the multicast brings).
+            mbarrier.expect(ready.index(slot), a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
+            tma.async_load(a_desc, [pid_m * CLUSTER_BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
+            # TODO gap 4: B's tile goes to both CTAs: wait until both have released the slot, then multicast it
+            gl.static_assert(False, "lesson 33, gap 4 not yet implemented: B's tile goes to both CTAs: wait until both have released the slot, then multicast it")
+            step += 1
+
+
+@gluon.jit
+def cluster_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, my_turn, next_turn, M, N, K,
+                     ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
+                     B_KN: gl.constexpr):
+    """Step 1's consumer on the cluster's tile (each CTA multiplies its own rows); a slot is released twice: to this
+    CTA's producer (``empty``, for A) and to the cluster's (``b_empty``, for B)."""
+    CLUSTER_BLOCK_M: gl.constexpr = c_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_shape[1]
+    BLOCK_K: gl.constexpr = a_ring.shape[2]
+    num_pid_m = gl.cdiv(M, CLUSTER_BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    turns = 0
+    local = ME
+    for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        step = local * k_tiles
+        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
+        acc = gl.zeros([CLUSTER_BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+            b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
+            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
+            # TODO gap 5: release the previous step's slot to this CTA's producer and to the cluster's
+            gl.static_assert(False, "lesson 33, gap 5 not yet implemented: release the previous step's slot to this CTA's producer and to the cluster's")
+            step += 1
+        mbarrier.arrive(next_turn)
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        mbarrier.arrive(b_empty.index((step + STAGES - 1) % STAGES))
+        tma.store_wait(0)
+        c_smem.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_store(c_desc, [pid_m * CLUSTER_BLOCK_M, pid_n * BLOCK_N], c_smem)
+        turns += 1
+        local += 2
+    tma.store_wait(0)
+
+
+@gluon.jit
+def cluster_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                   BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                   LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr, CLUSTER_M: gl.constexpr, B_KN: gl.constexpr):
+    gl.static_assert(gl.num_ctas() == CLUSTER_M, "launch with num_ctas=CLUSTER_M")
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
+    # One barrier per CTA (each CTA's own copies and releases) ...
+    ready = mbarrier.allocate_mbarrier(batch=STAGES)
+    empty = mbarrier.allocate_mbarrier(batch=STAGES)
+    turn = mbarrier.allocate_mbarrier(batch=2)
+    # TODO gap 6: ... and one for the whole cluster: B's slot is free when both CTAs have released it
+    gl.static_assert(False, "lesson 33, gap 6 not yet implemented: ... and one for the whole cluster: B's slot is free when both CTAs have released it")
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+        mbarrier.init(b_empty.index(s), count=1)
+    for c in gl.static_range(2):
+        mbarrier.init(turn.index(c), count=1)
+    gl.warp_specialize([
+        (cluster_consumer, (c_desc, a_ring, b_ring, c_smem.index(0), ready, empty, b_empty, turn.index(0),
+                            turn.index(1), M, N, K, 0, STAGES, GROUP_M, acc_layout, B_KN)),
+        (cluster_consumer, (c_desc, a_ring, b_ring, c_smem.index(1), ready, empty, b_empty, turn.index(1),
+                            turn.index(0), M, N, K, 1, STAGES, GROUP_M, acc_layout, B_KN)),
+        (cluster_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, STAGES, GROUP_M, B_KN)),
+    ], [CONSUMER_WARPS, 1], [MMA_REGS, LOAD_REGS])
+    # The other CTA's last releases may still be on their way to this CTA's b_empty: no barrier is retired before
+    # every CTA of the cluster is here.
+    gl.barrier(cluster=True)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+        mbarrier.invalidate(b_empty.index(s))
+    for c in gl.static_range(2):
+        mbarrier.invalidate(turn.index(c))
+
+
+def cluster_layouts(cluster: int) -> dict:
+    """Which CTA of a cluster of ``cluster`` (stacked along M) holds which part of each tile, as ``cga_layout`` bases:
+    A's and C's rows split (CTA i holds the i-th BLOCK_M rows: bases [1, 0], [2, 0], ...), B's tile held whole by
+    every CTA (bases [0, 0]: the multicast's destination). What ``matmul`` passes, what the checks compile."""
+    # TODO gap 7: A's and C's rows split between the CTAs, B's tile broadcast to all of them
+    raise NotImplementedError("lesson 33, gap 7 not yet implemented: A's and C's rows split between the CTAs, B's tile broadcast to all of them")
+
+
+# -- launchers -----------------------------------------------------------------------------------------------------
+
+def b_is_k_by_n(b) -> bool:
+    """True for B stored K × N row-major, False for the transpose of an N × K row-major matrix (``w.t()``)."""
+    return b.shape[1] <= 1 or b.stride(1) == 1
+
+
+def _prepare(a, b, c, programs, config, defaults):
+    if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    M, N, K = require_matmul_args(a, b, c, b_either_way=True)
+    unknown = set(config) - set(defaults)
+    if unknown:
+        raise TypeError(f"unknown config keys {sorted(unknown)}; this launcher takes {sorted(defaults)} and programs")
+    if programs is not None and not (isinstance(programs, int) and programs >= 1):
+        raise ValueError(f"programs={programs!r}: a positive number of programs, or None for one per SM")
+    cfg = {**defaults, **config}
+    for name in ("LOAD_REGS", "MMA_REGS"):
+        if not (isinstance(cfg[name], int) and 24 <= cfg[name] <= 256 and cfg[name] % 8 == 0):
+            raise ValueError(f"{name}={cfg[name]!r}: setmaxnreg takes a multiple of 8 from 24 to 256")
+    return c, M, N, K, cfg
+
+
+def _descriptors(a, b, c, cfg, rows):
+    """TMA descriptors of A's [rows, BLOCK_K] tiles, B's (K × N or N × K), C's [rows, BLOCK_N]; ``rows`` is a CTA's
+    BLOCK_M, or a cluster's CLUSTER_M × BLOCK_M."""
+    BM, BN, BK = rows, cfg["BLOCK_N"], cfg["BLOCK_K"]
+    if b_is_k_by_n(b):
+        b_desc = tma_descriptor("b", b, [BK, BN], cga=cfg.get("b_cga"))
+    else:
+        b_desc = tma_descriptor("b (as N × K)", b.t(), [BN, BK], cga=cfg.get("b_cga"))
+    return (tma_descriptor("a", a, [BM, BK], cga=cfg.get("ac_cga")), b_desc,
+            tma_descriptor("c", c, [BM, BN], cga=cfg.get("ac_cga")))
+
+
+def pingpong_matmul(a, b, c=None, programs=None, **config):
+    """C = A·B by step 1's kernel (ping-pong consumers); returns ``c``. B is K × N row-major or ``w.t()`` of an N × K
+    one; rows start on 16-byte boundaries (K and N multiples of 8 for bf16/fp16). Hopper only (sm_90)."""
+    c, M, N, K, cfg = _prepare(a, b, c, programs, config, CONFIG)
+    if empty_product(a, b, c):
+        return c
+    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS, cfg["STAGES"])
+    require_hopper(a)
+    a_desc, b_desc, c_desc = _descriptors(a, b, c, cfg, cfg["BLOCK_M"])
+    tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    pingpong_kernel[(min(tiles, programs or sms),)](
+        a_desc, b_desc, c_desc, M, N, K, **cfg, acc_layout=wgmma_layout(cfg["BLOCK_N"]), B_KN=b_is_k_by_n(b),
+        num_warps=CONSUMER_WARPS)
+    return c
+
+
+def matmul(a, b, c=None, programs=None, **config):
+    """C = A·B by step 2's kernel (ping-pong consumers in clusters of CLUSTER_M CTAs along M, B's tile multicast);
+    returns ``c``. Same operands as ``pingpong_matmul``. ``programs`` counts clusters (default: as many as the GPU
+    holds at once, which may be fewer than SMs / CLUSTER_M: a cluster's CTAs must sit in one GPC)."""
+    c, M, N, K, cfg = _prepare(a, b, c, programs, config, CLUSTER_CONFIG)
+    if empty_product(a, b, c):
+        return c
+    cluster = cfg["CLUSTER_M"]
+    if cluster not in (1, 2, 4):
+        raise ValueError(f"CLUSTER_M={cluster!r}: this kernel stacks 1, 2 or 4 CTAs along M (a power of two; Hopper's "
+                         "portable cluster size is at most 8)")
+    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS, cfg["STAGES"])
+    require_hopper(a)
+    layouts = cluster_layouts(cluster)
+    a_desc, b_desc, c_desc = _descriptors(a, b, c, {**cfg, **layouts}, cluster * cfg["BLOCK_M"])
+    tiles = triton.cdiv(M, cluster * cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
+    args = (a_desc, b_desc, c_desc, M, N, K)
+    kwargs = {**cfg, "acc_layout": wgmma_layout(cfg["BLOCK_N"], layouts["ac_cga"]), "B_KN": b_is_k_by_n(b),
+              "num_warps": CONSUMER_WARPS, "num_ctas": cluster}
+    if programs is None:
+        programs = resident_clusters(cluster_kernel, args, kwargs, cluster, a.device)
+    cluster_kernel[(min(tiles, programs),)](*args, **kwargs)
+    return c
