@@ -279,7 +279,9 @@ CHECKS = LessonChecks(
               "on two with several tiles per program, with B K × N and as N × K, and matmul on 3 clusters over shapes "
               "whose cluster tiles overhang M (bf16 and fp16; poisoned, guarded C), in a child process that must "
               "finish within 270 s", correct, gpu=True),
-        Check("launcher_refuses", tma_gemm.REFUSALS, launcher_refuses, gpu=True),
+        Check("launcher_refuses", "the launchers refuse rows that are not 16-byte multiples (naming TMA's rule and lesson "
+              "13), fp32, a mismatched K and a non-contiguous A, with sentences; M, N or K = 0 gives what torch.matmul "
+              "gives", launcher_refuses, gpu=True),
         Check("sanitizer_clean", "compute-sanitizer memcheck, racecheck and synccheck report nothing on a "
               "129×520×200 launch of matmul on 2 clusters", sanitizer_clean, gpu=True),
     ],
