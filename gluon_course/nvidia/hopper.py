@@ -73,10 +73,18 @@ def resident_clusters(kernel, args, kwargs, cluster: int, device) -> int:
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     if cluster == 1:
         return sms
-    compiled = kernel.warmup(*args, grid=(1,), **kwargs)
-    key = (id(compiled), cluster, device)
-    if key not in _RESIDENT:
-        compiled._init_handles()
-        utils = triton.runtime.driver.active.utils
-        _RESIDENT[key] = int(utils.cuOccupancyMaxActiveClusters(compiled.function, compiled.metadata.shared, cluster))
+    try:
+        compiled = kernel.warmup(*args, grid=(1,), **kwargs)
+        key = (id(compiled), cluster, device)
+        if key not in _RESIDENT:
+            compiled._init_handles()
+            utils = triton.runtime.driver.active.utils
+            _RESIDENT[key] = int(utils.cuOccupancyMaxActiveClusters(compiled.function, compiled.metadata.shared,
+                                                                    cluster))
+    except Exception as e:  # noqa: BLE001 - the query is an optimisation: say so, launch one cluster per SM pair
+        import warnings
+
+        warnings.warn(f"could not ask the driver how many clusters fit ({type(e).__name__}: {e}); launching "
+                      f"{sms // cluster}, which may leave some for a second wave")
+        return max(1, sms // cluster)
     return max(1, min(_RESIDENT[key], sms // cluster))
