@@ -306,14 +306,14 @@ def pingpong_matmul(a, b, c=None, programs=None, **config):
     c, M, N, K, cfg = _prepare(a, b, c, programs, config, CONFIG)
     if empty_product(a, b, c):
         return c
-    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS, cfg["STAGES"])
+    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS.value, cfg["STAGES"])
     require_hopper(a)
     a_desc, b_desc, c_desc = _descriptors(a, b, c, cfg, cfg["BLOCK_M"])
     tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     pingpong_kernel[(min(tiles, programs or sms),)](
         a_desc, b_desc, c_desc, M, N, K, **cfg, acc_layout=wgmma_layout(cfg["BLOCK_N"]), B_KN=b_is_k_by_n(b),
-        num_warps=CONSUMER_WARPS)
+        num_warps=CONSUMER_WARPS.value)
     return c
 
 
@@ -328,14 +328,14 @@ def matmul(a, b, c=None, programs=None, **config):
     if cluster not in (1, 2, 4):
         raise ValueError(f"CLUSTER_M={cluster!r}: this kernel stacks 1, 2 or 4 CTAs along M (a power of two; Hopper's "
                          "portable cluster size is at most 8)")
-    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS, cfg["STAGES"])
+    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS.value, cfg["STAGES"])
     require_hopper(a)
     layouts = cluster_layouts(cluster)
     a_desc, b_desc, c_desc = _descriptors(a, b, c, {**cfg, **layouts}, cluster * cfg["BLOCK_M"])
     tiles = triton.cdiv(M, cluster * cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
     args = (a_desc, b_desc, c_desc, M, N, K)
     kwargs = {**cfg, "acc_layout": wgmma_layout(cfg["BLOCK_N"], layouts["ac_cga"]), "B_KN": b_is_k_by_n(b),
-              "num_warps": CONSUMER_WARPS, "num_ctas": cluster}
+              "num_warps": CONSUMER_WARPS.value, "num_ctas": cluster}
     if programs is None:
         programs = resident_clusters(cluster_kernel, args, kwargs, cluster, a.device)
     cluster_kernel[(min(tiles, programs),)](*args, **kwargs)
