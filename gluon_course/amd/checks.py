@@ -331,3 +331,59 @@ def xcd_order_check(key: str, order, shapes, strips: dict, why: str, settings=No
                               "the correctness checks still judge every tile")
         return Passed((said.rstrip(": ") + "; " if said else "") + "; ".join(notes))
     return Check(key, title, run)
+
+
+def read_conflict(mod, target: str = "gfx950", pieces=None) -> tuple[float, str]:
+    """The worst bank conflict of the K loop's operand reads, from the module's own LDS layouts (``memory.lds``), with
+    a phrase saying where it comes from. ``pieces``: the (rows, BLOCK_K) and (BLOCK_K, columns) shapes of the pieces
+    the kernel reads (the tiles, or their halves); None for a kernel without LDS layouts of its own (convert_layout's
+    scratch, lessons 20-21), whose reads the model takes as conflict-free."""
+    if pieces is None:
+        return 1.0, "convert_layout's LDS scratch, its reads taken as conflict-free"
+    from ..memory import lds
+
+    layouts = mod.kernel_layouts(target)
+    ways = max(lds.ds_reads(layouts[f"{op}_layout"], layouts[f"{op}_shared"], list(shape), target=target).worst_ways
+               for op, shape in zip("ab", pieces))
+    return float(ways), f"the reads {'conflict-free' if ways == 1 else f'{ways}-way conflicted'} (memory.lds)"
+
+
+def lesson_prediction(number: str, target: str = "gfx950", memory_latency: float | None = None, mod=None):
+    """The time model on lesson ``number``'s kernel (its solution, or ``mod``) as its checks compile it, fp16, with
+    the reads' conflicts from its own layouts: ``(time_model.Prediction, the conflicts in words)``."""
+    from . import time_model
+    from ..course import load_checks, load_solution
+
+    checks = load_checks(number)
+    mod = mod if mod is not None else load_solution(number)
+    ways, said = read_conflict(mod, target, getattr(checks, "PIECES", None))
+    k = getattr(checks, "compiled", compiled)(mod, target, "fp16")
+    return time_model.predict(k, lds_ways=ways, memory_latency=memory_latency), said
+
+
+def time_model_check(key: str, version: int, at_least: float, why: str, previous: str | None = None, pieces=None,
+                     target: str = "gfx950", compile_=None) -> Check:
+    """The time model (``amd.time_model``) on the K loop of the module's kernel, fp16: it passes when the MFMA pipe is
+    busy at least ``at_least`` of the steady K step, with the prediction, the previous lesson's (``previous``) and AMD's
+    figure for the version in its note; a sentence says what the loop waits for when it is not."""
+    from . import time_model
+
+    compile_ = compile_ or compiled
+    title = f"{target}, the time model (no GPU): the MFMA pipe busy at least {at_least:.0%} of each K step, fp16"
+
+    def run(mod):
+        ways, said = read_conflict(mod, target, pieces)
+        p = time_model.predict(compile_(mod, target, "fp16"), lds_ways=ways)
+        mfma = p.budget["MFMA"] / p.steps
+        if p.mfma_busy < at_least:
+            return (f"the model predicts {p.mfma_busy:.1%} of the MFMA peak, {p.step_clocks:.0f} clocks per K step "
+                    f"for {mfma:.0f} of MFMA; the pipe waits most for {p.limited_by()}; expected at least "
+                    f"{at_least:.0%} ({why})")
+        notes = [f"{p.mfma_busy:.1%} of the MFMA peak: {p.step_clocks:.0f} clocks per K step for {mfma:.0f} of MFMA "
+                 f"({said}), the pipe waiting most for {p.limited_by()}"]
+        if previous:
+            q, _ = lesson_prediction(previous, target)
+            notes.append(f"lesson {previous}'s solution: {q.mfma_busy:.1%} ({q.step_clocks:.0f} clocks per K step)")
+        notes.append(time_model.compare(version, p).line())
+        return Passed("; ".join(notes))
+    return Check(key, title, run, target=target)
