@@ -149,7 +149,7 @@ def test_the_budget_box_and_the_lanes():
     matplotlib.use("Agg")
     p, said = amd.lesson_prediction("24")
     box = tm.budget_box(p, "v4")
-    for line in ("128 × v_mfma_f32_16x16x32_f16 × 16 clocks", "32 × ds_read_b128 × 16 clocks (conflict-free)",
+    for line in ("128 × v_mfma_f32_16x16x32_f16 × 16 clocks", "32 × ds_read_b128 × 16 clocks (conflict-free in memory.lds)",
                  "16 × buffer_load_dwordx4 … lds × 64 clocks", "3956 clocks per trip: the MFMA pipe busy 51.8%"):
         assert line in box
     fig = amd.step_chart({"v4": p}, "v4")

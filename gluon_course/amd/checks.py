@@ -339,25 +339,26 @@ def read_conflict(mod, target: str = "gfx950", pieces=None) -> tuple[float, str]
     the kernel reads (the tiles, or their halves); None for a kernel without LDS layouts of its own (convert_layout's
     scratch, lessons 20-21), whose reads the model takes as conflict-free."""
     if pieces is None:
-        return 1.0, "convert_layout's LDS scratch, its reads taken as conflict-free"
+        return 1.0, "taken as conflict-free: convert_layout's scratch"
     from ..memory import lds
 
     layouts = mod.kernel_layouts(target)
     ways = max(lds.ds_reads(layouts[f"{op}_layout"], layouts[f"{op}_shared"], list(shape), target=target).worst_ways
                for op, shape in zip("ab", pieces))
-    return float(ways), f"the reads {'conflict-free' if ways == 1 else f'{ways}-way conflicted'} (memory.lds)"
+    return float(ways), ("conflict-free" if ways == 1 else f"{ways}-way conflicted") + " in memory.lds"
 
 
-def lesson_prediction(number: str, target: str = "gfx950", memory_latency: float | None = None, mod=None):
+def lesson_prediction(number: str, target: str = "gfx950", memory_latency: float | None = None, mod=None, **options):
     """The time model on lesson ``number``'s kernel (its solution, or ``mod``) as its checks compile it, fp16, with
-    the reads' conflicts from its own layouts: ``(time_model.Prediction, the conflicts in words)``."""
+    the reads' conflicts from its own layouts: ``(time_model.Prediction, the conflicts in words)``. ``options`` go to
+    the backend (``llvm_fn_attrs=...``)."""
     from . import time_model
     from ..course import load_checks, load_solution
 
     checks = load_checks(number)
     mod = mod if mod is not None else load_solution(number)
     ways, said = read_conflict(mod, target, getattr(checks, "PIECES", None))
-    k = getattr(checks, "compiled", compiled)(mod, target, "fp16")
+    k = getattr(checks, "compiled", compiled)(mod, target, "fp16", **options)
     return time_model.predict(k, lds_ways=ways, memory_latency=memory_latency), said
 
 
@@ -380,10 +381,45 @@ def time_model_check(key: str, version: int, at_least: float, why: str, previous
                     f"for {mfma:.0f} of MFMA; the pipe waits most for {p.limited_by()}; expected at least "
                     f"{at_least:.0%} ({why})")
         notes = [f"{p.mfma_busy:.1%} of the MFMA peak: {p.step_clocks:.0f} clocks per K step for {mfma:.0f} of MFMA "
-                 f"({said}), the pipe waiting most for {p.limited_by()}"]
+                 f"(the LDS reads {said}), the pipe waiting most for {p.limited_by()}"]
         if previous:
             q, _ = lesson_prediction(previous, target)
             notes.append(f"lesson {previous}'s solution: {q.mfma_busy:.1%} ({q.step_clocks:.0f} clocks per K step)")
         notes.append(time_model.compare(version, p).line())
         return Passed("; ".join(notes))
+    return Check(key, title, run, target=target)
+
+
+def schedule_variant_check(key: str, options: dict, table: dict, burst: int, at_least: float, why: str,
+                           pieces=None, target: str = "gfx950") -> Check:
+    """The module's kernel compiled with backend ``options`` (an LLVM scheduling strategy, ``llvm_fn_attrs``): the
+    same K loop in the families that matter (``table``, as ``loop_check``), no more than ``burst`` copies in a row,
+    nothing spilled, and the time model's MFMA share at least ``at_least``, for fp16 and bf16; the note weighs it
+    against the plain compile."""
+    from . import time_model
+
+    said = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    title = (f"{target}, compiled with {said}: the same K loop, at most {burst} copies in a row, no scratch, and the "
+             f"time model's MFMA pipe busy at least {at_least:.0%} (fp16 and bf16)")
+
+    def run(mod):
+        for dtype in DTYPES:
+            k = compiled(mod, target, dtype, **options)
+            found, want = loop_memory(k), expected_loop(table, target, dtype)
+            if found != want:
+                return f"{dtype}, {said}: the K loop holds {found}; expected {want} ({why})"
+            longest = longest_burst(amdgcn.mfmas_between(k))
+            if longest > burst:
+                return f"{dtype}, {said}: {longest} copies one after the other; expected at most {burst} ({why})"
+            b = amdgcn.budget(k, NUM_WARPS)
+            if b.scratch_bytes:
+                return f"{dtype}, {said}: {b.scratch_bytes} bytes of scratch per lane: the schedule spills ({why})"
+        ways, _ = read_conflict(mod, target, pieces)
+        p = time_model.predict(compiled(mod, target, "fp16", **options), lds_ways=ways)
+        plain = time_model.predict(compiled(mod, target, "fp16"), lds_ways=ways)
+        if p.mfma_busy < at_least:
+            return (f"{said}: the model predicts {p.mfma_busy:.1%} of the MFMA peak ({p.step_clocks:.0f} clocks per K "
+                    f"step), waiting most for {p.limited_by()}; expected at least {at_least:.0%} ({why})")
+        return Passed(f"the model: {p.mfma_busy:.1%} of the MFMA peak ({p.step_clocks:.0f} clocks per K step) against "
+                      f"{plain.mfma_busy:.1%} ({plain.step_clocks:.0f}) without it; {b.vgprs} VGPRs")
     return Check(key, title, run, target=target)

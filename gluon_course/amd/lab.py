@@ -47,6 +47,14 @@ class AmdLab:
             print(f"· {check.title}: {NOT_MEASURED}")
         return True
 
+    def time_model(self, previous: str | None = None) -> None:
+        """The time model on this lesson's solution, as its check ``time_model`` prints it (the prediction, the
+        lesson before's and AMD's figure): a CPU figure, shown with or without a GPU."""
+        from ..grading.runner import run_check
+
+        outcome = run_check(self.checks.check("time_model"), self.module, self.lesson.number)
+        print(outcome.line())
+
     def figures(self) -> None:
         for fig in self.checks.figures:
             if self.live:

@@ -173,10 +173,12 @@ _VMEM_BYTES = (("dwordx4", 16), ("dwordx3", 12), ("dwordx2", 8), ("dword", 4), (
 
 
 def _bytes(opcode: str, table) -> int:
+    """Bytes per lane of a memory instruction, from its name (``ds_read2_b64``: two 8-byte reads, 16)."""
+    pair = 2 if re.match(r"ds_(read|write|load|store)2", opcode) else 1
     for tag, n in table:
         if tag in opcode:
-            return n
-    return 4
+            return n * pair
+    return 4 * pair
 
 
 def kind(ins: amdgcn.Instruction) -> str:
@@ -512,7 +514,7 @@ def compare(version: int, prediction: Prediction) -> Comparison:
     return Comparison(version, prediction.mfma_busy, efficiency, tflops / PEAKS["gfx950"].tflops)
 
 
-def budget_box(p: Prediction, label: str, conflict: str = "conflict-free") -> str:
+def budget_box(p: Prediction, label: str, conflict: str = "conflict-free in memory.lds") -> str:
     """The K step's budget as a box of text: what each unit must do in one trip (count × clocks each), the MFMAs it
     must hide behind, and what the model makes of it. ``conflict``: the reads' bank conflicts, in words."""
     import textwrap

@@ -7,7 +7,7 @@ from gluon_course.amd import (accumulator_check, budget_check, BudgetFacts, comp
                                            correctness_check, headline_figure, host_model_check, loop_check,
                                            loop_waits_check, masked_check, prologue_check, refusal_check,
                                            region_check)
-from gluon_course.amd import time_model_check
+from gluon_course.amd import schedule_variant_check, time_model_check
 
 __all__ = ["CHECKS", "compiled"]
 
@@ -25,6 +25,10 @@ LDS_BYTES = 135040
 # one 73.7%; the lesson claims at least 67%: one piece copied per region, never a burst the memory path cannot take.
 PIECES = ((128, 64), (64, 128))   # read from LDS: the halves of A and B (memory.lds gives their bank conflicts)
 TIME = (0.67, "one piece copied per region: four copies per 32 MFMAs, never a burst the memory path cannot take")
+# Triton 3.9.0 lets a kernel pass LLVM function attributes (llvm_fn_attrs, experimental): LLVM's max-ilp scheduling
+# strategy on version 8 keeps its loop, regions and waits and interleaves the rest; the model predicts 80.6%.
+MAX_ILP = {"llvm_fn_attrs": "amdgpu-sched-strategy=max-ilp"}
+SCHEDULED = (0.78, "LLVM's max-ilp strategy reorders the regions' instructions, not their work")
 
 CHECKS = LessonChecks(
     targets=("gfx950",),
@@ -43,6 +47,7 @@ CHECKS = LessonChecks(
         masked_check("masked_mnk"),
         config_check(),
         time_model_check("time_model", 8, *TIME, previous="27", pieces=PIECES),
+        schedule_variant_check("max_ilp_schedule", MAX_ILP, LOOP, BURST, *SCHEDULED, pieces=PIECES),
         host_model_check(),
     ],
     correctness=[correctness_check(shapes="aligned"), refusal_check(k_multiple=K_MULTIPLE)],

@@ -39,6 +39,11 @@ PLANTS = [
           '            acc_tr = cdna3.mfma(at, br, acc_tr, cd_regclass="a")\n            async_copy.wait_group(5)\n',
           '            acc_tr = cdna3.mfma(at, br, acc_tr, cd_regclass="a")\n            async_copy.wait_group(6)\n',
           rejected_by="copy_waits"),
+    Plant("a scheduling wall (gl.amd.hint.sched_barrier()) after the first quadrant's MFMAs: LLVM may no longer "
+          "spread the region's copies among them, and they come in a run after the MFMAs",
+          '            acc_tl = cdna3.mfma(at, bl, acc_tl, cd_regclass="a")\n            async_copy.wait_group(5)\n',
+          '            acc_tl = cdna3.mfma(at, bl, acc_tl, cd_regclass="a")\n            gl.amd.hint.sched_barrier()\n'
+          '            async_copy.wait_group(5)\n', rejected_by="region_copies"),
     Plant("cd_regclass=\"a\" left off the bottom-right quadrant's MFMA only (the other three keep it): correct, but "
           "that quadrant's MFMAs accumulate in ordinary VGPRs",
           '            acc_br = cdna3.mfma(ab, br, acc_br, cd_regclass="a")\n',
