@@ -155,3 +155,21 @@ def test_the_budget_box_and_the_lanes():
     fig = amd.step_chart({"v4": p}, "v4")
     assert len(fig.axes) == 1 and [t.get_text() for t in fig.axes[0].get_yticklabels()] == \
         ["waiting", "copies (TCP)", "LDS reads", "MFMA"]
+
+
+# -- lesson 29's group size from a count ----------------------------------------------------------------------
+
+def test_the_strips_a_wave_of_grouped_tiles_touches_and_the_best_group_sizes():
+    from gluon_course.model import xcd
+    from gluon_course.model.run import patched
+
+    assert [xcd.grouped_strips(32, gm) for gm in (1, 2, 3, 4, 5, 8, 16, 32)] == [33, 18, 14, 12, 12, 12, 18, 33]
+    assert xcd.best_group_sizes(xcd.CUS_PER_XCD["gfx950"]) == (4, 5, 6, 7, 8)     # 32 CUs per XCD on an MI355X
+    assert xcd.best_group_sizes(xcd.CUS_PER_XCD["gfx942"]) == (5, 6, 7, 8)        # 38 on an MI300X
+    # The kernel's own order meets the count where a wave's run of 32 tiles lies inside one group, and only there.
+    tile_of = patched(load_solution("29").tile_of)
+    for gm, model in ((4, 12), (6, 18), (8, 12), (16, 18)):
+        rows, cols = xcd.workgroup_tiles(lambda pid, m, n: tile_of(pid, m, n, gm, 8), 32, 32)
+        assert xcd.most_strips(rows, cols) == model, gm
+    with pytest.raises(ValueError):
+        xcd.grouped_strips(0, 4)

@@ -423,3 +423,38 @@ def schedule_variant_check(key: str, options: dict, table: dict, burst: int, at_
         return Passed(f"the model: {p.mfma_busy:.1%} of the MFMA peak ({p.step_clocks:.0f} clocks per K step) against "
                       f"{plain.mfma_busy:.1%} ({plain.step_clocks:.0f}) without it; {b.vgprs} VGPRs")
     return Check(key, title, run, target=target)
+
+
+def group_size_check(key: str, order, settings, grids, target: str = "gfx950") -> Check:
+    """On the host (``model.xcd``): a wave of P workgroups per XCD (one per CU) in grouped order touches at least
+    GROUP_M + ⌈P/GROUP_M⌉ strips of A and B (``xcd.grouped_strips``); the module's CONFIG GROUP_M must be one that
+    makes that least (``xcd.best_group_sizes``), and the L2 model (the kernel's own order, ``order(mod)``) must reach
+    the bound with it on every grid of ``grids``: a run of P tiles that straddles two groups touches more."""
+    from ..model import xcd
+
+    programs = xcd.CUS_PER_XCD[target]
+    best = xcd.best_group_sizes(programs)
+    bound = xcd.grouped_strips(programs, best[0])
+    listed = ", ".join(f"{m} × {n}" for m, n in grids)
+    title = (f"on the host: {programs} workgroups of a wave per XCD ({target}) in grouped order touch at least GROUP_M "
+             f"+ ⌈{programs}/GROUP_M⌉ strips of A and B, fewest ({bound}) for GROUP_M = {best[0]}…{best[-1]}; CONFIG's "
+             f"GROUP_M is one of those and the L2 model meets the bound with it on {listed} tiles")
+
+    def run(mod):
+        gm = settings(mod)["GROUP_M"]
+        n = xcd.grouped_strips(programs, gm)
+        if gm not in best:
+            return (f"GROUP_M = {gm}: a wave's {programs} tiles on one XCD touch at least {gm} + ⌈{programs}/{gm}⌉ = {n} "
+                    f"strips of A and B; GROUP_M = {best[0]}…{best[-1]} gives {bound}")
+        fn = order(mod)
+        for m, nn in grids:
+            rows, cols = xcd.workgroup_tiles(fn, m, nn)
+            got = xcd.most_strips(rows, cols)
+            if got > bound:
+                return (f"GROUP_M = {gm}: on {m} × {nn} tiles the L2 model finds {got} strips on one XCD in a wave, "
+                        f"more than the {bound} of GROUP_M + ⌈{programs}/GROUP_M⌉: a group is {gm} × {nn} = {gm * nn} "
+                        f"tiles, and an XCD's run of {programs} straddles two of them")
+        table = ", ".join(f"{g}: {xcd.grouped_strips(programs, g)}" for g in (1, 2, 4, 8, 16))
+        return Passed(f"GROUP_M = {gm}: {bound} strips per XCD and wave, the least GROUP_M + ⌈{programs}/GROUP_M⌉ "
+                      f"takes ({table}, …), met by the L2 model on {listed} tiles")
+    return Check(key, title, run)
