@@ -40,6 +40,7 @@ from .kernel import (DTYPES, HEADLINE, INTEGERS, NUM_WARPS, TILE, compile_error,
 from .lab import NOT_MEASURED, AmdLab, amd_gpu_here, planted, solution_variant
 from .launch import (BUFFER_BYTES, K_MULTIPLE, gpu_arch, launch_gemm, require_amd_gemm_args, require_amd_gpu,
                      require_tile)
-from .layouts import GL_DTYPES, MFMA, WARP_SIZE, Mfma, lds_layouts, mfma_layouts, padded_gemm_layouts, tile_copy_layouts
+from .layouts import (DIRECT_COPY_BYTES, GL_DTYPES, MFMA, WARP_SIZE, Mfma, lds_layouts, mfma_layouts,
+                      padded_gemm_layouts, tile_copy_layouts)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

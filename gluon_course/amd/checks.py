@@ -34,29 +34,36 @@ def loop_check(key: str, title: str, target: str, table: dict, why: str, compile
 
 @dataclass(frozen=True)
 class BudgetFacts:
-    """The budget a version must keep: LDS bytes exactly, no scratch, VGPRs (arch + AGPR) at most ``vgprs_max``."""
+    """The budget a version must keep: LDS bytes exactly, VGPRs (arch + AGPR) at most ``vgprs_max``, and no scratch, or
+    at most ``scratch_max`` bytes per lane where a port is known to spill (lesson 22 on gfx942: ``why`` says why)."""
     lds_bytes: int
     vgprs_max: int = 512
     why: str = ""
+    scratch_max: int = 0
 
 
 def budget_check(key: str, target: str, facts: BudgetFacts, compile_=None) -> Check:
     compile_ = compile_ or compiled
-    title = (f"{target}: {facts.lds_bytes} bytes of LDS, at most {facts.vgprs_max} VGPRs (arch + AGPR), no scratch "
+    scratch = (f"at most {facts.scratch_max} bytes of scratch per lane" if facts.scratch_max else "no scratch")
+    title = (f"{target}: {facts.lds_bytes} bytes of LDS, at most {facts.vgprs_max} VGPRs (arch + AGPR), {scratch} "
              "(fp16 and bf16)")
 
     def run(mod):
         notes = []
         for dtype in DTYPES:
             b = amdgcn.budget(compile_(mod, target, dtype), NUM_WARPS)
-            if b.scratch_bytes:
+            if b.scratch_bytes > facts.scratch_max:
+                if facts.scratch_max:
+                    return (f"{dtype}: {b.scratch_bytes} bytes of scratch per lane, more than the {facts.scratch_max} "
+                            f"this port is known to spill ({facts.why})")
                 return (f"{dtype}: {b.scratch_bytes} bytes of scratch per lane: registers spill to memory; the kernel "
                         f"must fit in the 512 VGPRs of a lane ({b.vgprs} used)")
             if b.lds_bytes != facts.lds_bytes:
                 return f"{dtype}: {b.lds_bytes} bytes of LDS; expected {facts.lds_bytes} ({facts.why})"
             if b.vgprs > facts.vgprs_max:
                 return f"{dtype}: {b.vgprs} VGPRs; expected at most {facts.vgprs_max} ({facts.why})"
-            notes.append(f"{dtype} {b.vgprs} VGPRs ({b.arch_vgprs} arch + {b.agprs} AGPR)")
+            notes.append(f"{dtype} {b.vgprs} VGPRs ({b.arch_vgprs} arch + {b.agprs} AGPR)"
+                         + (f", {b.scratch_bytes} bytes of scratch" if b.scratch_bytes else ""))
         return Passed(", ".join(notes) + f"; {b.occupancy}")
     return Check(key, title, run, target=target)
 
