@@ -27,7 +27,7 @@ from .charts import (AMD_LESSONS, MFMA_PER_STEP, MIX_COLOURS, issue_chart, mix_c
 from .checks import (ANY_K_MODEL_SHAPES, FILES, HOST_MODEL_TITLE, MODEL_SHAPES, BudgetFacts, accumulator_check,
                      budget_check, config_check, copy_wait_check, group_size_check, host_model_check, lesson_prediction, loop_check,
                      loop_waits_check, masked_check, model_check, model_launch, order_check, prologue_check,
-                     read_conflict, region_check, schedule_variant_check, time_model_check,
+                     read_conflict, region_check, schedule_facts, schedule_variant_check, time_model_check,
                      xcd_order_check)
 from .figure import (PEAKS, VENDOR, VENDOR_BEST, VENDOR_BEST_SOURCE, VENDOR_REVISIONS, VENDOR_SOURCE, VENDOR_TOOLS,
                      VENDOR_VARIANTS, Peak, amd_gemm_measure, headline_figure, provisional_range, vendor_references,

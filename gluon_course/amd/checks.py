@@ -465,3 +465,24 @@ def group_size_check(key: str, order, settings, grids, target: str = "gfx950") -
         return Passed(f"GROUP_M = {gm}: {bound} strips per XCD and wave, the least GROUP_M + ⌈{programs}/GROUP_M⌉ "
                       f"takes ({table}, …), met by the L2 model on {listed} tiles")
     return Check(key, title, run)
+
+
+def schedule_facts(mod, number: str, target: str = "gfx950") -> dict:
+    """What a schedule left in the K loop of ``mod`` (lesson ``number``'s solution, a variant or a plant), fp16: its
+    barriers, ``s_setprio``, and the facts the order checks read (copies per region, the longest run
+    of copies without an MFMA, moves between the register files), and the time model's share of the MFMA peak. What a
+    notebook prints beside the solution's to show what a scheduling hint changed."""
+    from . import time_model
+    from ..course import load_checks
+
+    checks = load_checks(number)
+    k = getattr(checks, "compiled", compiled)(mod, target, "fp16")
+    loop = amdgcn.main_loop(k).instructions
+    ways, _ = read_conflict(mod, target, getattr(checks, "PIECES", None))
+    p = time_model.predict(k, lds_ways=ways)
+    return {"barriers": sum(i.opcode == "s_barrier" for i in loop),
+            "s_setprio": sum(i.opcode == "s_setprio" for i in loop),
+            "region copies": [r["buffer load → LDS"] for r in amdgcn.regions(k)],
+            "longest copy run": longest_burst(amdgcn.mfmas_between(k)),
+            "register-file moves": sum(amdgcn.category(i) == "AGPR move" for i in loop),
+            "model": round(p.mfma_busy, 4), "clocks per K step": round(p.step_clocks)}
