@@ -37,7 +37,7 @@ from .gpu_checks import (ALIGNED_K_SHAPES, ANY_K_SHAPES, CHILD_LIMIT_S, correct_
 from .kernel import (DTYPES, HEADLINE, INTEGERS, NUM_WARPS, TILE, compile_error, compiled, config_constexprs,
                      expected_loop, load_masks, longest_burst, loop_memory, mfma_outside_loop, prologue_facts,
                      signature, vmcnt_before_lds_read)
-from .lab import NOT_MEASURED, AmdLab, amd_gpu_here, planted, solution_variant
+from .lab import NOT_MEASURED, AmdLab, amd_gpu_here, planted, plants_using, solution_variant
 from .launch import (BUFFER_BYTES, K_MULTIPLE, gpu_arch, launch_gemm, require_amd_gemm_args, require_amd_gpu,
                      require_tile)
 from .layouts import (DIRECT_COPY_BYTES, GL_DTYPES, MFMA, WARP_SIZE, Mfma, lds_layouts, mfma_layouts,
