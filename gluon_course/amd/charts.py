@@ -204,3 +204,79 @@ def xcd_map(orders: dict, num_pid_m: int, num_pid_n: int, title: str, xcds: int 
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.9))
     return fig
+
+
+# -- the time model's pictures -----------------------------------------------------------------------------------
+
+STALL_COLOURS = {"vmcnt": "#E45756", "lgkmcnt": "#FF9DA6", "VMEM queue": "#F58518", "LDS queue": "#72B7B2",
+                 "MFMA pipe": "#C6DBEF"}
+
+
+def step_chart(predictions: dict, title: str, width: float = 11.0):
+    """The steady trip of the K loop of each version as lanes over time (``{"v4": time_model.Prediction, ...}``, first
+    at the top): the MFMA pipe busy, the LDS serving the wave's reads, the TCP taking its copies, and the wave waiting
+    (on ``s_waitcnt vmcnt`` / ``lgkmcnt``, on a full queue of copies or of LDS reads, on the MFMA pipe). An unrolled
+    loop's trip covers two K steps; every panel is drawn on one clock axis."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    lanes = ("MFMA", "LDS reads", "copies (TCP)", "waiting")
+    fig, axes = plt.subplots(len(predictions), 1, figsize=(width, 1.45 * len(predictions) + 1.3), squeeze=False,
+                             sharex=True)
+    longest = max(p.trip_clocks for p in predictions.values())
+    for ax, (label, p) in zip(axes[:, 0], predictions.items()):
+        spans = {lane: [] for lane in lanes}
+        for e in p.events:
+            lane = {"mfma": "MFMA", "lds": "LDS reads", "vmem": "copies (TCP)"}.get(e.kind)
+            if lane:
+                spans[lane].append((e.start - p.start, e.end - e.start))
+        colours = {"MFMA": MIX_COLOURS["MFMA"], "LDS reads": MIX_COLOURS["LDS read"],
+                   "copies (TCP)": MIX_COLOURS["buffer load → LDS"]}
+        for y, lane in enumerate(lanes[:3]):
+            ax.broken_barh(spans[lane], (len(lanes) - 1 - y - 0.38, 0.76), facecolors=colours[lane], linewidth=0)
+        for s in p.stalls:
+            ax.broken_barh([(s.start - p.start, s.end - s.start)], (-0.38, 0.76), facecolors=STALL_COLOURS[s.reason],
+                           linewidth=0)
+        ax.set_yticks(range(len(lanes)), lanes[::-1], fontsize=8)
+        ax.set_ylim(-0.6, len(lanes) - 0.4)
+        steps = f", {p.steps} K steps" if p.steps > 1 else ""
+        ax.set_title(f"{label}: {p.trip_clocks:.0f} clocks per trip{steps}, MFMA busy {p.mfma_busy:.0%}", fontsize=9,
+                     loc="left")
+        ax.set_xlim(0, longest * 1.01)
+    axes[-1, 0].set_xlabel("clocks of the steady trip of the K loop, one wave (the time model, no GPU)", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    handles = [Patch(facecolor=STALL_COLOURS[r], label=f"waiting: {r}") for r in STALL_COLOURS]
+    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.97))
+    return fig
+
+
+def time_chart(rows: dict, title: str, ax=None):
+    """The model's share of the MFMA peak per version (bars) beside AMD's MFMA efficiency (dots, their chart at
+    04322ed8), ``rows`` = ``{"v0 …": time_model.Comparison, ...}`` first at the top, with the ±20% band of the course
+    target around AMD's figure."""
+    import matplotlib.pyplot as plt
+
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 1.6))
+    labels = list(rows)[::-1]
+    from .time_model import TARGET
+
+    for y, label in enumerate(labels):
+        c = rows[label]
+        ax.barh([y], [c.predicted * 100], color=MIX_COLOURS["MFMA"], height=0.6)
+        ax.plot([c.vendor * (1 - TARGET) * 100, c.vendor * (1 + TARGET) * 100], [y, y], color="#D62728", alpha=0.35,
+                linewidth=6, solid_capstyle="butt")
+        ax.plot([c.vendor * 100], [y], "o", color="#D62728")
+        ax.text(max(c.predicted, c.vendor * (1 + TARGET)) * 100 + 1.5, y,
+                f"model {c.predicted:.1%} · AMD {c.vendor:.1%} · ×{c.ratio:.2f}", va="center", fontsize=8)
+    ax.set_yticks(range(len(labels)), labels, fontsize=9)
+    ax.set_xlim(0, 130)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_xlabel("share of the MFMA peak, %\nbars: the time model on Triton 3.9.0's listing, gfx950 fp16 · dots: AMD's "
+                  "MFMA efficiency, MI355, their Triton · band: ±20% of AMD's", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    if fig is not None:
+        fig.tight_layout()
+    return fig

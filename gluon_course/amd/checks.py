@@ -34,29 +34,36 @@ def loop_check(key: str, title: str, target: str, table: dict, why: str, compile
 
 @dataclass(frozen=True)
 class BudgetFacts:
-    """The budget a version must keep: LDS bytes exactly, no scratch, VGPRs (arch + AGPR) at most ``vgprs_max``."""
+    """The budget a version must keep: LDS bytes exactly, VGPRs (arch + AGPR) at most ``vgprs_max``, and no scratch, or
+    at most ``scratch_max`` bytes per lane where a port is known to spill (lesson 22 on gfx942: ``why`` says why)."""
     lds_bytes: int
     vgprs_max: int = 512
     why: str = ""
+    scratch_max: int = 0
 
 
 def budget_check(key: str, target: str, facts: BudgetFacts, compile_=None) -> Check:
     compile_ = compile_ or compiled
-    title = (f"{target}: {facts.lds_bytes} bytes of LDS, at most {facts.vgprs_max} VGPRs (arch + AGPR), no scratch "
+    scratch = (f"at most {facts.scratch_max} bytes of scratch per lane" if facts.scratch_max else "no scratch")
+    title = (f"{target}: {facts.lds_bytes} bytes of LDS, at most {facts.vgprs_max} VGPRs (arch + AGPR), {scratch} "
              "(fp16 and bf16)")
 
     def run(mod):
         notes = []
         for dtype in DTYPES:
             b = amdgcn.budget(compile_(mod, target, dtype), NUM_WARPS)
-            if b.scratch_bytes:
+            if b.scratch_bytes > facts.scratch_max:
+                if facts.scratch_max:
+                    return (f"{dtype}: {b.scratch_bytes} bytes of scratch per lane, more than the {facts.scratch_max} "
+                            f"this port is known to spill ({facts.why})")
                 return (f"{dtype}: {b.scratch_bytes} bytes of scratch per lane: registers spill to memory; the kernel "
                         f"must fit in the 512 VGPRs of a lane ({b.vgprs} used)")
             if b.lds_bytes != facts.lds_bytes:
                 return f"{dtype}: {b.lds_bytes} bytes of LDS; expected {facts.lds_bytes} ({facts.why})"
             if b.vgprs > facts.vgprs_max:
                 return f"{dtype}: {b.vgprs} VGPRs; expected at most {facts.vgprs_max} ({facts.why})"
-            notes.append(f"{dtype} {b.vgprs} VGPRs ({b.arch_vgprs} arch + {b.agprs} AGPR)")
+            notes.append(f"{dtype} {b.vgprs} VGPRs ({b.arch_vgprs} arch + {b.agprs} AGPR)"
+                         + (f", {b.scratch_bytes} bytes of scratch" if b.scratch_bytes else ""))
         return Passed(", ".join(notes) + f"; {b.occupancy}")
     return Check(key, title, run, target=target)
 
@@ -331,3 +338,151 @@ def xcd_order_check(key: str, order, shapes, strips: dict, why: str, settings=No
                               "the correctness checks still judge every tile")
         return Passed((said.rstrip(": ") + "; " if said else "") + "; ".join(notes))
     return Check(key, title, run)
+
+
+def read_conflict(mod, target: str = "gfx950", pieces=None) -> tuple[float, str]:
+    """The worst bank conflict of the K loop's operand reads, from the module's own LDS layouts (``memory.lds``), with
+    a phrase saying where it comes from. ``pieces``: the (rows, BLOCK_K) and (BLOCK_K, columns) shapes of the pieces
+    the kernel reads (the tiles, or their halves); None for a kernel without LDS layouts of its own (convert_layout's
+    scratch, lessons 20-21), whose reads the model takes as conflict-free."""
+    if pieces is None:
+        return 1.0, "taken as conflict-free: convert_layout's scratch"
+    from ..memory import lds
+
+    layouts = mod.kernel_layouts(target)
+    ways = max(lds.ds_reads(layouts[f"{op}_layout"], layouts[f"{op}_shared"], list(shape), target=target).worst_ways
+               for op, shape in zip("ab", pieces))
+    return float(ways), ("conflict-free" if ways == 1 else f"{ways}-way conflicted") + " in memory.lds"
+
+
+def lesson_prediction(number: str, target: str = "gfx950", memory_latency: float | None = None, mod=None, **options):
+    """The time model on lesson ``number``'s kernel (its solution, or ``mod``) as its checks compile it, fp16, with
+    the reads' conflicts from its own layouts: ``(time_model.Prediction, the conflicts in words)``. ``options`` go to
+    the backend (``llvm_fn_attrs=...``)."""
+    from . import time_model
+    from ..course import load_checks, load_solution
+
+    checks = load_checks(number)
+    mod = mod if mod is not None else load_solution(number)
+    ways, said = read_conflict(mod, target, getattr(checks, "PIECES", None))
+    k = getattr(checks, "compiled", compiled)(mod, target, "fp16", **options)
+    return time_model.predict(k, lds_ways=ways, memory_latency=memory_latency), said
+
+
+def time_model_check(key: str, version: int, at_least: float, why: str, previous: str | None = None, pieces=None,
+                     target: str = "gfx950", compile_=None) -> Check:
+    """The time model (``amd.time_model``) on the K loop of the module's kernel, fp16: it passes when the MFMA pipe is
+    busy at least ``at_least`` of the steady K step, with the prediction, the previous lesson's (``previous``) and AMD's
+    figure for the version in its note; a sentence says what the loop waits for when it is not."""
+    from . import time_model
+
+    compile_ = compile_ or compiled
+    title = f"{target}, the time model (no GPU): the MFMA pipe busy at least {at_least:.0%} of each K step, fp16"
+
+    def run(mod):
+        ways, said = read_conflict(mod, target, pieces)
+        p = time_model.predict(compile_(mod, target, "fp16"), lds_ways=ways)
+        mfma = p.budget["MFMA"] / p.steps
+        if p.mfma_busy < at_least:
+            return (f"the model predicts {p.mfma_busy:.1%} of the MFMA peak, {p.step_clocks:.0f} clocks per K step "
+                    f"for {mfma:.0f} of MFMA; the pipe waits most for {p.limited_by()}; expected at least "
+                    f"{at_least:.0%} ({why})")
+        notes = [f"{p.mfma_busy:.1%} of the MFMA peak: {p.step_clocks:.0f} clocks per K step for {mfma:.0f} of MFMA "
+                 f"(the LDS reads {said}), the pipe waiting most for {p.limited_by()}"]
+        if previous:
+            q, _ = lesson_prediction(previous, target)
+            notes.append(f"lesson {previous}'s solution: {q.mfma_busy:.1%} ({q.step_clocks:.0f} clocks per K step)")
+        notes.append(time_model.compare(version, p).line())
+        return Passed("; ".join(notes))
+    return Check(key, title, run, target=target)
+
+
+def schedule_variant_check(key: str, options: dict, table: dict, burst: int, at_least: float, why: str,
+                           pieces=None, target: str = "gfx950") -> Check:
+    """The module's kernel compiled with backend ``options`` (an LLVM scheduling strategy, ``llvm_fn_attrs``): the
+    same K loop in the families that matter (``table``, as ``loop_check``), no more than ``burst`` copies in a row,
+    nothing spilled, and the time model's MFMA share at least ``at_least``, for fp16 and bf16; the note weighs it
+    against the plain compile."""
+    from . import time_model
+
+    said = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    title = (f"{target}, compiled with {said}: the same K loop, at most {burst} copies in a row, no scratch, and the "
+             f"time model's MFMA pipe busy at least {at_least:.0%} (fp16 and bf16)")
+
+    def run(mod):
+        for dtype in DTYPES:
+            k = compiled(mod, target, dtype, **options)
+            found, want = loop_memory(k), expected_loop(table, target, dtype)
+            if found != want:
+                return f"{dtype}, {said}: the K loop holds {found}; expected {want} ({why})"
+            longest = longest_burst(amdgcn.mfmas_between(k))
+            if longest > burst:
+                return f"{dtype}, {said}: {longest} copies one after the other; expected at most {burst} ({why})"
+            b = amdgcn.budget(k, NUM_WARPS)
+            if b.scratch_bytes:
+                return f"{dtype}, {said}: {b.scratch_bytes} bytes of scratch per lane: the schedule spills ({why})"
+        ways, _ = read_conflict(mod, target, pieces)
+        p = time_model.predict(compiled(mod, target, "fp16", **options), lds_ways=ways)
+        plain = time_model.predict(compiled(mod, target, "fp16"), lds_ways=ways)
+        if p.mfma_busy < at_least:
+            return (f"{said}: the model predicts {p.mfma_busy:.1%} of the MFMA peak ({p.step_clocks:.0f} clocks per K "
+                    f"step), waiting most for {p.limited_by()}; expected at least {at_least:.0%} ({why})")
+        return Passed(f"the model: {p.mfma_busy:.1%} of the MFMA peak ({p.step_clocks:.0f} clocks per K step) against "
+                      f"{plain.mfma_busy:.1%} ({plain.step_clocks:.0f}) without it; {b.vgprs} VGPRs")
+    return Check(key, title, run, target=target)
+
+
+def group_size_check(key: str, order, settings, grids, target: str = "gfx950") -> Check:
+    """On the host (``model.xcd``): a wave of P workgroups per XCD (one per CU) in grouped order touches at least
+    GROUP_M + ⌈P/GROUP_M⌉ strips of A and B (``xcd.grouped_strips``); the module's CONFIG GROUP_M must be one that
+    makes that least (``xcd.best_group_sizes``), and the L2 model (the kernel's own order, ``order(mod)``) must reach
+    the bound with it on every grid of ``grids``: a run of P tiles that straddles two groups touches more."""
+    from ..model import xcd
+
+    programs = xcd.CUS_PER_XCD[target]
+    best = xcd.best_group_sizes(programs)
+    bound = xcd.grouped_strips(programs, best[0])
+    listed = ", ".join(f"{m} × {n}" for m, n in grids)
+    title = (f"on the host: {programs} workgroups of a wave per XCD ({target}) in grouped order touch at least GROUP_M "
+             f"+ ⌈{programs}/GROUP_M⌉ strips of A and B, fewest ({bound}) for GROUP_M = {best[0]}…{best[-1]}; CONFIG's "
+             f"GROUP_M is one of those and the L2 model meets the bound with it on {listed} tiles")
+
+    def run(mod):
+        gm = settings(mod)["GROUP_M"]
+        n = xcd.grouped_strips(programs, gm)
+        if gm not in best:
+            return (f"GROUP_M = {gm}: a wave's {programs} tiles on one XCD touch at least {gm} + ⌈{programs}/{gm}⌉ = {n} "
+                    f"strips of A and B; GROUP_M = {best[0]}…{best[-1]} gives {bound}")
+        fn = order(mod)
+        for m, nn in grids:
+            rows, cols = xcd.workgroup_tiles(fn, m, nn)
+            got = xcd.most_strips(rows, cols)
+            if got > bound:
+                return (f"GROUP_M = {gm}: on {m} × {nn} tiles the L2 model finds {got} strips on one XCD in a wave, "
+                        f"more than the {bound} of GROUP_M + ⌈{programs}/GROUP_M⌉: a group is {gm} × {nn} = {gm * nn} "
+                        f"tiles, and an XCD's run of {programs} straddles two of them")
+        table = ", ".join(f"{g}: {xcd.grouped_strips(programs, g)}" for g in (1, 2, 4, 8, 16))
+        return Passed(f"GROUP_M = {gm}: {bound} strips per XCD and wave, the least GROUP_M + ⌈{programs}/GROUP_M⌉ "
+                      f"takes ({table}, …), met by the L2 model on {listed} tiles")
+    return Check(key, title, run)
+
+
+def schedule_facts(mod, number: str, target: str = "gfx950") -> dict:
+    """What a schedule left in the K loop of ``mod`` (lesson ``number``'s solution, a variant or a plant), fp16: its
+    barriers, ``s_setprio``, and the facts the order checks read (copies per region, the longest run
+    of copies without an MFMA, moves between the register files), and the time model's share of the MFMA peak. What a
+    notebook prints beside the solution's to show what a scheduling hint changed."""
+    from . import time_model
+    from ..course import load_checks
+
+    checks = load_checks(number)
+    k = getattr(checks, "compiled", compiled)(mod, target, "fp16")
+    loop = amdgcn.main_loop(k).instructions
+    ways, _ = read_conflict(mod, target, getattr(checks, "PIECES", None))
+    p = time_model.predict(k, lds_ways=ways)
+    return {"barriers": sum(i.opcode == "s_barrier" for i in loop),
+            "s_setprio": sum(i.opcode == "s_setprio" for i in loop),
+            "region copies": [r["buffer load → LDS"] for r in amdgcn.regions(k)],
+            "longest copy run": longest_burst(amdgcn.mfmas_between(k)),
+            "register-file moves": sum(amdgcn.category(i) == "AGPR move" for i in loop),
+            "model": round(p.mfma_busy, 4), "clocks per K step": round(p.step_clocks)}

@@ -33,13 +33,16 @@ def signature(dtype: str) -> dict:
     return {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", **{n: "i32" for n in INTEGERS}}
 
 
-def compiled(mod, target: str = "gfx950", dtype: str = "fp16", layouts: dict | None = None, aligned: bool = True):
+def compiled(mod, target: str = "gfx950", dtype: str = "fp16", layouts: dict | None = None, aligned: bool = True,
+             **options):
     """``mod.matmul_kernel`` compiled for ``target`` as the headline launch sees it: the course's tile (fixed here,
-    so a learner's own CONFIG cannot move the counts) and ``mod.kernel_layouts(target)``, or ``layouts``."""
+    so a learner's own CONFIG cannot move the counts) and ``mod.kernel_layouts(target)``, or ``layouts``. ``options``
+    go to the backend (``llvm_fn_attrs="amdgpu-sched-strategy=max-ilp"``: lesson 28's scheduled variant)."""
     constexprs = {**TILE, **(layouts if layouts is not None else mod.kernel_layouts(target))}
     sig = signature(dtype)
     return compile_cached(mod.matmul_kernel, target, signature=sig, constexprs=constexprs,
-                          aligned=tuple(sig) if aligned else ("a_ptr", "b_ptr", "c_ptr"), num_warps=NUM_WARPS)
+                          aligned=tuple(sig) if aligned else ("a_ptr", "b_ptr", "c_ptr"), num_warps=NUM_WARPS,
+                          **options)
 
 
 # The instructions a version's algorithm decides (not the scheduler): matrix work, memory, barriers, branches. The

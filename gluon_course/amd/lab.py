@@ -47,6 +47,14 @@ class AmdLab:
             print(f"· {check.title}: {NOT_MEASURED}")
         return True
 
+    def time_model(self, previous: str | None = None) -> None:
+        """The time model on this lesson's solution, as its check ``time_model`` prints it (the prediction, the
+        lesson before's and AMD's figure): a CPU figure, shown with or without a GPU."""
+        from ..grading.runner import run_check
+
+        outcome = run_check(self.checks.check("time_model"), self.module, self.lesson.number)
+        print(outcome.line())
+
     def figures(self) -> None:
         for fig in self.checks.figures:
             if self.live:
@@ -91,3 +99,17 @@ def planted(number: str, rejected_by: str, index: int = 0):
     path = Path(tempfile.gettempdir()) / f"gluon_course_{number}_plant_{digest}.py"
     path.write_text(text.replace(plant.old, plant.new))
     return load_module_file(path, f"gluon_course_{number}_plant_{digest}")
+
+
+def plants_using(number: str, text: str):
+    """Lesson ``number``'s plants whose changed text holds ``text`` (``"sched_barrier"``, ``"warp_pipeline_stage"``),
+    each as ``(plant, module)``: what a notebook compiles to show what a scheduling hint does to the loop."""
+    from ..course import load_plants
+
+    plants = load_plants(number)
+    out = []
+    for plant in plants:
+        if text in plant.new:
+            same = [p for p in plants if p.rejected_by == plant.rejected_by]
+            out.append((plant, planted(number, plant.rejected_by, same.index(plant))))
+    return out

@@ -35,6 +35,10 @@ class Mfma:
 
 
 MFMA = {"gfx950": Mfma("gfx950", 4, (16, 16, 32), 8), "gfx942": Mfma("gfx942", 3, (16, 16, 16), 4)}
+# The widest vector one lane of a direct-to-LDS copy (buffer_load ... lds) moves: 16 bytes on gfx950, 4 on gfx942.
+# Triton 3.9.0 says so when it lowers amdg.buffer_load_to_local for gfx942 with 16 bytes per lane ("the coalesced
+# 128-bit direct-to-LDS transaction width is not supported on this target"), and compiles 4 (buffer_load_dword ... lds).
+DIRECT_COPY_BYTES = {"gfx950": 16, "gfx942": 4}
 WARP_SIZE = 64          # lanes per wavefront on CDNA
 GL_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
@@ -55,13 +59,15 @@ def mfma_layouts(target: str = "gfx950", warps: tuple[int, int] = (2, 2)):
             gl.DotOperandLayout(operand_index=1, parent=acc, k_width=m.k_width))
 
 
-def tile_copy_layouts(BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, num_warps: int, element_bytes: int = 2):
+def tile_copy_layouts(BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, num_warps: int, element_bytes: int = 2,
+                      vector_bytes: int = 16):
     """Coalesced layouts for one tile of A (BLOCK_M × BLOCK_K, K fastest) and one of B (BLOCK_K × BLOCK_N, K fastest
-    too: B is K-contiguous). Each lane moves one 16-byte vector along K; the lanes of a wave cover whole 16-byte
-    columns of K first, then rows; the waves stack along M (A) or N (B)."""
+    too: B is K-contiguous). Each lane moves one vector of ``vector_bytes`` along K (16; 4 for gfx942's direct-to-LDS
+    copies); the lanes of a wave cover whole vectors' columns of K first, then rows; the waves stack along M (A) or N
+    (B)."""
     from triton.experimental.gluon import language as gl
 
-    vector = 16 // element_bytes
+    vector = vector_bytes // element_bytes
     lanes_along_k = min(WARP_SIZE, BLOCK_K // vector)
     a = gl.BlockedLayout(size_per_thread=[1, vector], threads_per_warp=[WARP_SIZE // lanes_along_k, lanes_along_k],
                          warps_per_cta=[num_warps, 1], order=[1, 0])

@@ -17,6 +17,8 @@ The model here:
   tile of the wave on that XCD. Nothing is assumed to survive from one wave to the next.
 * ``l2_fill_bytes`` is the sum: the bytes the eight L2s fetch from memory, under those assumptions. It is an
   estimate, not a measurement; AMD's counters for the same shapes are quoted beside it in lesson 29.
+* ``grouped_strips`` is the count behind a group size: P tiles of grouped order inside one group of GM rows touch
+  GM strips of A and ⌈P/GM⌉ of B; ``best_group_sizes`` the GM that make it least for P workgroups per XCD.
 """
 from __future__ import annotations
 
@@ -80,3 +82,21 @@ def l2_fill_bytes(rows, cols, K: int, BLOCK_M: int, BLOCK_N: int, element_bytes:
 def most_strips(rows, cols, resident_per_xcd: int = CUS_PER_XCD["gfx950"], xcds: int = XCDS) -> int:
     """The most strips (of A and B together) any XCD reads in any wave."""
     return max(s.strips for s in xcd_strips(rows, cols, resident_per_xcd, xcds))
+
+
+def grouped_strips(programs: int, group_m: int) -> int:
+    """The strips of A and B that ``programs`` consecutive tiles of grouped order touch when they lie inside one group:
+    ``group_m`` rows of tiles (strips of A) and ⌈programs / group_m⌉ columns (strips of B), since grouped order goes
+    down a column of the group before the next. A run that straddles two groups touches more (``most_strips`` counts
+    what a given order really touches)."""
+    if programs < 1 or group_m < 1:
+        raise ValueError(f"programs and group_m are positive, not {programs} and {group_m}")
+    return group_m + -(-programs // group_m)
+
+
+def best_group_sizes(programs: int, largest: int = 64) -> tuple[int, ...]:
+    """The group sizes (1 … ``largest``) whose runs of ``programs`` tiles touch the fewest strips by
+    ``grouped_strips``: GM + ⌈P/GM⌉ is least near GM = √P (4 to 8 for the 32 workgroups one gfx950 XCD runs at once)."""
+    counts = {gm: grouped_strips(programs, gm) for gm in range(1, largest + 1)}
+    fewest = min(counts.values())
+    return tuple(gm for gm, n in counts.items() if n == fewest)

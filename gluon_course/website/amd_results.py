@@ -3,6 +3,7 @@ needed, exact for the pinned Triton), drawn once and kept as a PNG whose text ch
 from, and a line for the figures that only an AMD GPU can measure. ``website.update_tables`` calls ``update``."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .. import amd
@@ -11,6 +12,9 @@ from .pages import png_description, replace_between
 BEGIN = "<!-- BEGIN GENERATED AMD SECTION (python -m gluon_course tables) -->"
 END = "<!-- END GENERATED AMD SECTION -->"
 IMAGE = "images/amd-gfx950-instruction-mix.png"      # under book/
+TIME_IMAGE = "images/amd-gfx950-time-model.png"      # under book/
+RECORD = "results/model/amd-gfx950-time-model.json"  # the time model's figure of every AMD version, as the page draws it
+WHAT_IF = (500, 2000)                                 # other memory round trips the page shows the model at
 
 
 def _description(rows: dict) -> str:
@@ -64,6 +68,119 @@ def markdown(rows: dict) -> str:
         ""])
 
 
+# -- the time model beside AMD's figures -----------------------------------------------------------------------
+
+def time_rows(numbers=None) -> dict:
+    """``{"v0 MFMA from registers": (lesson number, Prediction, Comparison, {latency: busy share}), ...}``: the time
+    model on every AMD lesson's solution (gfx950, fp16), AMD's figure for the version beside it, and the model at the
+    round trips of ``WHAT_IF``."""
+    from ..course import lessons
+
+    out = {}
+    for number, the in lessons().items():
+        if number not in (numbers or amd.AMD_LESSONS) or the.planned:
+            continue
+        version = int(number) - 20
+        p, said = amd.lesson_prediction(number)
+        what_if = {lat: round(amd.lesson_prediction(number, memory_latency=lat)[0].mfma_busy, 4) for lat in WHAT_IF}
+        out[amd.version_label(number)] = (number, p, amd.time_model.compare(version, p), what_if, said)
+    return out
+
+
+def record(rows: dict) -> dict:
+    """The record of ``RECORD``: one entry per version, keyed ``NN/time_model`` as a lesson's figures are, its value
+    the model's share of the MFMA peak, its details AMD's figure, the ratio and what the step waits for; the
+    constants and what the model leaves out beside them. Deterministic: the CPU computes it from the listings."""
+    import triton
+
+    from ..amd import time_model as tm
+
+    figures = {}
+    for label, (number, p, c, what_if, said) in rows.items():
+        figures[f"{number}/time_model"] = {
+            "kind": "model", "title": label, "value": round(p.mfma_busy, 4),
+            "text": f"{p.step_clocks:.0f} clocks per K step, {p.budget['MFMA'] / p.steps:.0f} of them MFMA",
+            "details": {"clocks_per_trip": round(p.trip_clocks), "k_steps_per_trip": p.steps,
+                        "mfma_clocks_per_trip": round(p.mfma_clocks), "lds_reads": said,
+                        "limited_by": p.limited_by(), "mfma_idle_clocks": p.idle_by_reason(),
+                        "vendor_mfma_efficiency": c.vendor, "vendor_tflops_share_of_peak": round(c.vendor_tflops_share, 4),
+                        "vendor_source": "ROCm/gfx950-gluon-tutorials kernels/gemm/a16w16/images/"
+                                         "gen_performance_chart.py at 04322ed8 (MI355, fp16 4096x4096x8192, base)",
+                        "ratio": round(c.ratio, 3), "within_target": c.within,
+                        "at_memory_latency": {str(k): v for k, v in what_if.items()}}}
+    return {"model": "gluon_course.amd.time_model", "target": "gfx950", "dtype": "fp16", "triton": triton.__version__,
+            "course_target": f"within ±{tm.TARGET:.0%} of AMD's figure (informs, never gates)",
+            "constants": [{"name": k.name, "value": k.value, "unit": k.unit, "source": k.source}
+                          for k in tm.GFX950.constants()],
+            "leaves_out": list(tm.LEAVES_OUT), "figures": figures}
+
+
+def _time_description(rows: dict) -> str:
+    text = "; ".join(f"{label}: model {c.predicted:.4f}, AMD {c.vendor:.4f}, ratio {c.ratio:.3f}"
+                     for label, (_, _, c, _, _) in rows.items())
+    return text.replace("→", "->").replace("×", "x").replace("±", "+-")
+
+
+def draw_time(path: Path, rows: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = amd.time_chart({label: c for label, (_, _, c, _, _) in rows.items()},
+                         "The time model's share of the MFMA peak beside AMD's MFMA efficiency, per version")
+    fig.set_dpi(150)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, metadata={"Description": _time_description(rows), "Software": None})
+    plt.close(fig)
+
+
+def order_line(rows: dict) -> str:
+    """Where the model's order of the versions differs from AMD's, in words (each neighbouring pair)."""
+    items = list(rows.values())
+    said = []
+    for (_, _, a, _, _), (_, _, b, _, _) in zip(items, items[1:]):
+        model_up = round(b.predicted, 3) - round(a.predicted, 3)
+        vendor_up = b.vendor - a.vendor
+        if model_up == 0:
+            said.append(f"v{a.version} and v{b.version} level in the model (AMD: {vendor_up * 100:+.1f} points)")
+        elif (model_up > 0) != (vendor_up > 0):
+            said.append(f"v{b.version} {'above' if model_up > 0 else 'below'} v{a.version} in the model "
+                        f"({model_up * 100:+.1f} points), {'below' if vendor_up < 0 else 'above'} it in AMD's figures "
+                        f"({vendor_up * 100:+.1f})")
+    return ("The model orders every neighbouring pair as AMD's figures do." if not said else
+            "Where the model's order differs from AMD's: " + "; ".join(said) + ".")
+
+
+def time_markdown(rows: dict) -> str:
+    from ..amd import time_model as tm
+
+    lines = ["#### The time model beside AMD's figures (gfx950, fp16)", "",
+             "The time model (`gluon_course.amd.time_model`) issues each version's compiled K loop as one wave would, "
+             "on a CPU, against the rates and queues of the units the four waves of a workgroup share, and predicts "
+             "the share of the K step the MFMA pipe is busy: the share of the MFMA peak the loop reaches, at any "
+             "clock. AMD's chart gives the same quantity from their thread traces (MFMA efficiency: MFMA cycles of "
+             "the main loop over its cycles, per SIMD), so the two stand side by side. The course target is the model "
+             f"within ±{tm.TARGET:.0%} of AMD's figure for every version; it informs and never gates a learner. "
+             "AMD's kernels are compiled by their own Triton, ours by Triton 3.9.0: the listings differ, and so "
+             "can the figures (lessons 27-29 keep the accumulators in AGPRs, as AMD's base kernels do not).", "",
+             f"![Bars: the model's share of the MFMA peak per version; dots: AMD's MFMA efficiency]({TIME_IMAGE})", "",
+             "| version | the model: share of the MFMA peak | clocks per K step | waits most for | AMD's MFMA "
+             "efficiency (chart at 04322ed8) | model / AMD | at 500 / 2000 clocks of memory latency |",
+             "|---|---|---|---|---|---|---|"]
+    for label, (number, p, c, what_if, _) in rows.items():
+        mark = "✓" if c.within else "✗ outside ±20%"
+        lines.append(f"| {label} (lesson {number}) | **{c.predicted:.1%}** | {p.step_clocks:.0f} | {p.limited_by()} | "
+                     f"{c.vendor:.1%} | {c.ratio:.2f} {mark} | "
+                     + " / ".join(f"{what_if[lat]:.1%}" for lat in WHAT_IF) + " |")
+    lines += ["", order_line(rows), "",
+              f"The record: `{RECORD}` (written by `python -m gluon_course tables`, one entry `NN/time_model` per "
+              "version). The constants, each with its source:", ""]
+    lines += [f"* {k}" for k in tm.GFX950.constants()]
+    lines += ["", "What the model leaves out:", ""] + [f"* {item}" for item in tm.LEAVES_OUT] + [""]
+    return "\n".join(lines)
+
+
 def update(root: Path, write: bool) -> list[str]:
     """Redraw the mix (only when its numbers changed) and rewrite the AMD section of book/results.md; return the
     files that changed (or, with ``write=False``, that are stale)."""
@@ -71,6 +188,7 @@ def update(root: Path, write: bool) -> list[str]:
 
     try:
         rows = amd.mixes()
+        timed = time_rows()
     except BackendMissing:         # a Triton without AMD's code generator cannot check the section: leave it as is
         return []
     changed = []
@@ -79,12 +197,24 @@ def update(root: Path, write: bool) -> list[str]:
         if write:
             draw(path, rows)
         changed.append("book/" + IMAGE)
+    path = root / "book" / TIME_IMAGE
+    if timed and png_description(path) != _time_description(timed):
+        if write:
+            draw_time(path, timed)
+        changed.append("book/" + TIME_IMAGE)
+    path = root / RECORD
+    text = json.dumps(record(timed), indent=1, ensure_ascii=False) + "\n"
+    if not path.exists() or path.read_text() != text:
+        if write:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        changed.append(RECORD)
     results = root / "book" / "results.md"
     if BEGIN not in results.read_text():
         if write:
             results.write_text(results.read_text().rstrip("\n") + f"\n\n{BEGIN}\n{END}\n")
         else:
             return changed + ["book/results.md"]
-    if replace_between(results, BEGIN, END, markdown(rows), write):
+    if replace_between(results, BEGIN, END, markdown(rows) + "\n" + time_markdown(timed), write):
         changed.append("book/results.md")
     return changed

@@ -190,6 +190,8 @@ def matrix_markdown(root: Path | None = None) -> str:
                      + ".")
     lines.append("")
 
+    lines += mi300x_markdown(rows)
+
     code_targets = ("sm_90", "sm_100", "gfx942", "gfx950")
     lines += ["## How many checks, of which kind", "",
               "A lesson's machine-code checks by the code they read (*host*: no compiled code, but the launcher, a "
@@ -202,6 +204,32 @@ def matrix_markdown(root: Path | None = None) -> str:
                      + f" | {_code_cell(row, None)} | {row.gpu_checks} | {row.figures} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def mi300x_markdown(rows) -> list[str]:
+    """The AMD lessons on an MI300X (gfx942): which a learner there can grade fully, and for each what changes against
+    gfx950 or why it is not declared (``amd.gfx942.port``, from what Triton 3.9.0 does with the solution here)."""
+    from ..amd import AMD_LESSONS, gfx942
+
+    numbers = [r.number for r in rows if r.number in AMD_LESSONS]
+    if not numbers:
+        return []
+    ports = gfx942.ports(numbers)
+    full = [n for n, p in ports.items() if p.declared]
+    lines = ["## On an MI300X (gfx942)", "",
+             f"A learner on an MI300X can grade lessons {_spans(full)} fully: each declares gfx942, its gfx942 "
+             "machine-code checks compile it here, and its correctness checks and figure run on that GPU. "
+             + (f"Lessons {_spans([n for n in numbers if n not in full])} do not declare gfx942: " if len(full) <
+                len(numbers) else "") +
+             "their kernels' LDS does not fit a gfx942 workgroup, and their padded layouts have no gfx942 form in "
+             "Triton 3.9.0; their gfx950 machine-code checks and the host model still run on any machine. "
+             "Written from `amd.gfx942.port`, which compiles each solution for gfx942 here.", "",
+             "| lesson | on gfx942 |", "|---|---|"]
+    for n, p in ports.items():
+        text = p.line().split(": ", 1)[1]
+        lines.append(f"| {n} | {'**graded fully**: ' if p.declared else ''}{text} |")
+    lines.append("")
+    return lines
 
 
 def notebook_minutes(the) -> int | None:

@@ -3,6 +3,7 @@ masks cost), its budget, the masks; on an AMD GPU correctness and the figure aga
 from gluon_course.grading import LessonChecks
 from gluon_course.amd import (budget_check, BudgetFacts, compiled, config_check, correctness_check,
                                            headline_figure, host_model_check, loop_check, masked_check, refusal_check)
+from gluon_course.amd import time_model_check
 
 # One K step (BLOCK_K = 64) of one wave, as Triton 3.9.0 compiles it. Each wave holds 128 × 128 elements of C: 8 × 8
 # blocks of 16 × 16 (every other one along M and along N), each needing 64 / 32 = 2 MFMAs of K = 32 on gfx950 (4 of K = 16 on gfx942). The two tiles, 256 × 64
@@ -22,6 +23,12 @@ WHY = ("each wave: 8 × 8 MFMA tiles × K steps per tile; 16 vector loads per la
 BUDGET = {"gfx950": BudgetFacts(4096, why="convert_layout's LDS scratch"),
           "gfx942": BudgetFacts(8192, why="convert_layout's LDS scratch")}
 
+
+# The time model (amd.time_model), the steady K step in fp16: v0 reaches 29.5% in the model: each step waits a memory
+# round trip for its loads, then for every LDS trip of convert_layout; the lesson claims at least 25%.
+PIECES = None   # no LDS layout of its own: convert_layout's scratch, its reads taken as conflict-free
+TIME = (0.25, "v0 waits for its loads a whole memory round trip per step, then for each LDS trip of convert_layout")
+
 CHECKS = LessonChecks(
     targets=("gfx950", "gfx942"),
     teaches="MFMA layouts (`AMDMFMALayout`, `DotOperandLayout`), masked loads in 16-byte copy layouts, "
@@ -33,6 +40,7 @@ CHECKS = LessonChecks(
         budget_check("budget_gfx950", "gfx950", BUDGET["gfx950"]),
         masked_check("masked_mnk"),
         config_check(),
+        time_model_check("time_model", 0, *TIME, pieces=PIECES),
         host_model_check(any_k=True),
         loop_check("loop_gfx942", "gfx942: 256 v_mfma_f32_16x16x16 (half the K per instruction), the same loads, "
                    "LDS trips and branches (fp16 and bf16)", "gfx942", LOOP["gfx942"], WHY),

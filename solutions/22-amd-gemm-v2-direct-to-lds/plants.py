@@ -2,6 +2,14 @@
 from gluon_course.grading import Plant
 
 PLANTS = [
+    Plant("16-byte copies on every target, as on gfx950: gfx942's direct-to-LDS copies move at most 4 bytes per lane, "
+          "and Triton 3.9.0 refuses to lower the copy for gfx942",
+          "vector_bytes=DIRECT_COPY_BYTES[target])", "vector_bytes=16)", rejected_by="loop_gfx942"),
+    Plant("A's LDS buffer allocated for two stages though the loop uses one: 96 KiB of LDS, which gfx950's 160 KiB "
+          "holds but an MI300X workgroup (64 KiB) cannot have",
+          "a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [BLOCK_M, BLOCK_K], a_shared)",
+          "a_smem = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [2, BLOCK_M, BLOCK_K], a_shared).index(0)",
+          rejected_by="budget_gfx942"),
     Plant("other=0.0 on A's copy, as in the vendor's tutorial: correct, but in Triton 3.9.0 it makes Triton write "
           "the zeros of the masked-off lanes with a ds_write behind a branch, 8 times per step",
           "async_copy.buffer_load_to_shared(a_smem, a_ptr, a_offsets, mask=a_mask)",

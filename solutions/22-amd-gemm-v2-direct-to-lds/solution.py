@@ -15,7 +15,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.amd import cdna3
 from triton.experimental.gluon.language.amd.cdna4 import async_copy
 
-from gluon_course.amd import (K_MULTIPLE, lds_layouts, mfma_layouts, require_amd_gemm_args, require_amd_gpu,
+from gluon_course.amd import (DIRECT_COPY_BYTES, K_MULTIPLE, lds_layouts, mfma_layouts, require_amd_gemm_args, require_amd_gpu,
                               require_tile, tile_copy_layouts)
 from gluon_course.validate import empty_product
 
@@ -23,16 +23,18 @@ from gluon_course.validate import empty_product
 # quarter of the tile but every other 16 × 16 block along M and along N (the accumulator layout's waves repeat
 # every 32 rows and columns: lesson 20 draws it).
 CONFIG = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 4}
-# gfx950 only: gfx942's direct-to-LDS loads move at most 4 bytes per lane, and these tiles are copied 16 at a time.
-TARGETS = ("gfx950",)
+# gfx950, and gfx942 (MI300X) too: its direct-to-LDS copies move at most 4 bytes per lane, so there the same tiles
+# take four times as many copies (kernel_layouts picks the vector for the target).
+TARGETS = ("gfx950", "gfx942")
 
 
 def kernel_layouts(target: str = "gfx950", BLOCK_M: int = 256, BLOCK_N: int = 256, BLOCK_K: int = 64,
                    num_warps: int = 4) -> dict:
     """The layout constexprs of matmul_kernel for ``target``: what matmul passes, what the checks compile."""
     acc_layout, a_layout, b_layout = mfma_layouts(target)
-    a_copy, b_copy = tile_copy_layouts(BLOCK_M, BLOCK_N, BLOCK_K, num_warps)
-    # Plain (unswizzled) LDS tiles with K fastest, as the copies write them: lane after lane, 16 bytes each.
+    # Each lane copies the widest vector the target's direct-to-LDS copy takes: 16 bytes on gfx950, 4 on gfx942.
+    a_copy, b_copy = tile_copy_layouts(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, vector_bytes=DIRECT_COPY_BYTES[target])
+    # Plain (unswizzled) LDS tiles with K fastest, as the copies write them: lane after lane, a vector each.
     a_shared, b_shared = lds_layouts("plain")
     return {"acc_layout": acc_layout, "a_layout": a_layout, "b_layout": b_layout, "a_copy": a_copy, "b_copy": b_copy,
             "a_shared": a_shared, "b_shared": b_shared}
@@ -49,9 +51,9 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
     pid_m = pid // num_pid_n
     pid_n = pid % num_pid_n
 
-    # Indices in the slices of the copy layouts: each lane moves one 16-byte vector along K. A is row-major, element
-    # (m, k) at m·stride_am + k; B is K-contiguous, element (k, n) at k + n·stride_bn. Buffer loads take these
-    # offsets (32-bit, in elements) from the tensor's base pointer instead of a 64-bit pointer per element.
+    # Indices in the slices of the copy layouts: each lane moves one vector along K (16 bytes; 4 on gfx942). A is
+    # row-major, element (m, k) at m·stride_am + k; B is K-contiguous, element (k, n) at k + n·stride_bn. Buffer
+    # loads take these offsets (32-bit, in elements) from the tensor's base pointer, not a 64-bit pointer each.
     offs_am = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, a_copy))
     offs_ak = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, a_copy))
     offs_bk = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(1, b_copy))
@@ -95,7 +97,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
 
 
 def matmul(a, b, c=None, **config):
-    """C = A·B (A row-major, B K-contiguous) on an AMD gfx950 GPU; returns ``c``."""
+    """C = A·B (A row-major, B K-contiguous) on an AMD gfx950 or gfx942 GPU; returns ``c``."""
     if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     # Buffer offsets: each tensor at most 2 GiB; 16-byte copies: K and the row strides multiples of 16.

@@ -22,6 +22,17 @@ PLANTS = [
           "    async_copy.wait_group(1)\n    gl.barrier()\n    a = a_smem.index(0)",
           "    async_copy.wait_group(0)\n    gl.barrier()\n    a = a_smem.index(0)",
           rejected_by="prologue"),
+    Plant("a scheduling wall (gl.amd.hint.sched_barrier()) right after the step's MFMAs: LLVM may no longer move the "
+          "copies of tile i + 2 up among them, and they issue in one burst after the last MFMA; the first instruction "
+          "of each kind keeps its place, the step's time does not",
+          "        acc = cdna3.mfma(a, b, acc)\n        # Tile i + 1's group",
+          "        acc = cdna3.mfma(a, b, acc)\n        gl.amd.hint.sched_barrier()\n        # Tile i + 1's group",
+          rejected_by="time_model"),
+    Plant("a scheduling wall between the copies of tile i + 2 and the reads of tile i + 1: LLVM then issues the wait, "
+          "the barrier and the copies ahead of the step's MFMAs, which wait behind them",
+          "        async_copy.commit_group()\n        # Tile i + 1 from LDS",
+          "        async_copy.commit_group()\n        gl.amd.hint.sched_barrier()\n        # Tile i + 1 from LDS",
+          rejected_by="mfma_first"),
     Plant("the step reads buffer i % 2 (tile i, which the copies of tile i + 2 are refilling) instead of (i + 1) % 2",
           "        a = a_smem.index((i + 1) % 2).load(a_layout)\n", "        a = a_smem.index(i % 2).load(a_layout)\n",
           rejected_by="exact_odd_shapes", gpu=True),

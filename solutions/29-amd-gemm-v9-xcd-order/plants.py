@@ -25,6 +25,9 @@ PLANTS = [
     Plant("CONFIG's GROUP_M = 1: the remap without grouping, each XCD's run of 32 tiles laid out row-major (2 rows × 16 "
           "columns: 18 strips on 16 × 16 tiles, where GROUP_M = 4 gives 12)",
           '"GROUP_M": 4, "NUM_XCDS": 8}', '"GROUP_M": 1, "NUM_XCDS": 8}', rejected_by="xcd_order"),
+    Plant("CONFIG's GROUP_M = 6, which GROUP_M + ⌈32/GROUP_M⌉ counts as good as 4 (12 strips): but a group of 6 rows "
+          "is not a whole number of an XCD's runs of 32 tiles, and on 32 × 32 tiles the runs straddle groups",
+          '"GROUP_M": 4, "NUM_XCDS": 8}', '"GROUP_M": 6, "NUM_XCDS": 8}', rejected_by="group_size"),
     Plant("row and column of the tile swapped in the kernel: on a grid that is not square, tiles outside C are "
           "computed and tiles of C never",
           "    pid_m, pid_n = tile_of(gl.program_id(0)", "    pid_n, pid_m = tile_of(gl.program_id(0)",
