@@ -39,8 +39,8 @@ def wgmma_layout(num_warps: int, BLOCK_N: int):
 @gluon.jit
 def work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M: gl.constexpr):
     """Unit ``unit`` of the persistent loop: its tile (number, and coordinates in lesson 17's grouped order) and its
-    slice of the K steps. A tile has SPLIT_K consecutive units; slice ``s`` holds steps [s·k_tiles // SPLIT_K, (s+1)·k_tiles // SPLIT_K), never
-    empty when SPLIT_K ≤ k_tiles (the launcher's rule)."""
+    slice of the K steps. A tile has SPLIT_K consecutive units; slice ``s`` holds steps [s·k_tiles // SPLIT_K,
+    (s+1)·k_tiles // SPLIT_K), never empty when SPLIT_K ≤ k_tiles (the launcher's rule)."""
     tile = unit // SPLIT_K
     split = unit % SPLIT_K
     pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
