@@ -161,10 +161,32 @@ class Block(torch.nn.Module):
         return other
 
 
-def block_figures(launch, tokens=(2048, 16, 1), pairs: int = 3, seed: int = 0) -> dict:
+LAYERS = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+def _layer_times(block, swapped, T: int) -> dict:
+    """Each linear layer of the block alone at its own shape (T × its in-features, against its weight), torch's
+    nn.Linear and the swapped one: do_bench's median (as the block calls it, host included) and a CUDA-graph replay
+    (the kernel alone), in µs."""
+    rows = {}
+    for name in LAYERS:
+        theirs, mine = getattr(block, name), swapped._modules[name]
+        h = torch.randn(T, theirs.in_features, device="cuda", dtype=torch.bfloat16)
+        row = {"shape": f"{T}x{theirs.out_features}x{theirs.in_features}"}
+        for who, layer in (("torch", theirs), ("swapped", mine)):
+            layer(h)
+            row[f"{who}_bench_us"] = round(1e3 * bench_ms(lambda: layer(h)), 2)
+            row[f"{who}_graph_us"] = round(1e3 * graph_ms(lambda: layer(h), calls=10, replays=5), 2)
+        rows[name] = row
+        del h
+    return rows
+
+
+def block_figures(launch, tokens=(2048, 16, 1), pairs: int = 3, seed: int = 0, layers: bool = True) -> dict:
     """The block with torch's nn.Linear and with the launcher: outputs compared (the relative error of the swapped
     block against the unswapped one, both against an fp32 run of the same weights), then timed in interleaved
-    do_bench pairs, one batch of ``tokens`` tokens each."""
+    do_bench pairs, one batch of ``tokens`` tokens each; beside them each whole block captured in a CUDA graph and
+    replayed (``graph_ms``: no host between its kernels), and (``layers``) each linear layer alone, both ways."""
     torch.manual_seed(seed)
     block = Block().cuda().to(torch.bfloat16).eval()
     swapped = block.swapped(launch)
@@ -179,7 +201,18 @@ def block_figures(launch, tokens=(2048, 16, 1), pairs: int = 3, seed: int = 0) -
             mine, theirs = swapped(x).float(), block(x).float()
             err = lambda y: float((y - ref).norm() / ref.norm())  # noqa: E731
             paired = paired_ms(lambda: swapped(x), lambda: block(x), pairs)
-            out[T] = {"ratio": round(paired.ratio, 4), "spread": round(paired.spread, 4),
-                      "swapped_us": round(1e3 * paired.kernel, 2), "torch_us": round(1e3 * paired.ceiling, 2),
-                      "error_swapped": err(mine), "error_torch": err(theirs)}
+            row = {"ratio": round(paired.ratio, 4), "spread": round(paired.spread, 4),
+                   "swapped_us": round(1e3 * paired.kernel, 2), "torch_us": round(1e3 * paired.ceiling, 2),
+                   "error_swapped": err(mine), "error_torch": err(theirs)}
+            calls = 2 if T > 256 else 10
+            row["swapped_graph_us"] = round(1e3 * graph_ms(lambda: swapped(x), calls=calls, replays=5), 2)
+            row["torch_graph_us"] = round(1e3 * graph_ms(lambda: block(x), calls=calls, replays=5), 2)
+            row["graph_ratio"] = round(row["torch_graph_us"] / row["swapped_graph_us"], 4)
+            # A block whose do_bench time is well above its graph replay waits on the host between its kernels.
+            row["swapped_bench_over_graph"] = round(row["swapped_us"] / row["swapped_graph_us"], 4)
+            row["torch_bench_over_graph"] = round(row["torch_us"] / row["torch_graph_us"], 4)
+            if layers:
+                row["layers"] = _layer_times(block, swapped, T)
+            out[T] = row
+            del x, ref, mine, theirs
     return out

@@ -5,6 +5,9 @@
 - ``blackwell``  reading a tcgen05 kernel's sm_100 listing (lessons 15 and 18 end with one, compiled, never run)
 - ``pictures``   the ring of a pipelined GEMM's shared-memory slots, drawn from the kernel's run in the host model
 - ``dispatch``   the tuned table that picks a GEMM configuration per shape (lesson 32), with its rule for the rest
+- ``launch``     a kept plan's host side (lessons 31 and 32): signature, descriptors by address on Address stand-ins,
+                 and the launch with CUtensorMaps encoded once (RawLaunch, KeptLaunch); StubDriver for the CPU
+- ``tiles``      device helpers the GEMM kernels after lesson 19 share (lesson 17's grouped tile order)
 
 The TMA GEMM lessons' shared checks stay in ``grading.tma_gemm``: the recorded notebooks print that file's path in the
 sanitizer command they show.

@@ -103,6 +103,12 @@ TILES = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 8), (128, 128, 64, 4, 4), (128,
          (128, 128, 128, 3, 8), (64, 128, 64, 6, 4), (64, 256, 64, 4, 4))
 SWAP_ROWS = (64, 128)
 SWAP_RINGS = ((64, 4), (64, 8), (128, 4))          # (BLOCK_K, STAGES): the ring W streams through
+# Added after the first table, for the shapes it left below F.linear (M from 64 to 512): tiles of 64 columns or rows
+# that give those shapes more programs, with deeper rings; and the swap-AB rings between those above. BLOCK_N = 192
+# (4 × 32 = 128 tiles at 512 × 6144, one wave) cannot be written: every Gluon tensor's shape is a power of two in
+# Triton 3.9.0 (triton/_utils.py, validate_block_shape), the accumulator's included.
+MORE_TILES = ((128, 64, 64, 8, 4), (64, 128, 64, 8, 4), (64, 64, 64, 8, 4), (128, 128, 64, 5, 8))
+MORE_SWAP_RINGS = ((64, 6), (128, 3))
 SHARED_BYTES = 227 * 1024          # what one program may use on Hopper (232448 bytes)
 
 
@@ -110,14 +116,11 @@ def _ring_fits(block_m: int, block_n: int, block_k: int, stages: int, c_bytes: i
     return stages * (block_m + block_n) * block_k * 2 + c_bytes + 1024 <= SHARED_BYTES
 
 
-def candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
-    """Every configuration the tuning command times for a shape: each tile unsplit, and split 2, 3 or 4 ways where
-    its tiles are fewer than two waves of the SMs (at most three waves of work units); swap-AB only for M ≤ 128,
-    split up to 8 ways where its tiles leave SMs idle."""
+def _space(M: int, N: int, K: int, sms: int, tiles_, splits, swap_rings) -> list[dict]:
     found = []
-    for bm, bn, bk, stages, warps in TILES:
+    for bm, bn, bk, stages, warps in tiles_:
         tiles = _cdiv(M, bm) * _cdiv(N, bn)
-        for split in (1, 2, 3, 4):
+        for split in splits:
             if split > 1 and (tiles >= 2 * sms or tiles * split > 3 * sms or split > _cdiv(K, bk)):
                 continue
             found.append({**BASE, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages,
@@ -126,7 +129,7 @@ def candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
         width = max(16, 1 << max(0, (M - 1).bit_length()))
         for rows in SWAP_ROWS:
             tiles = _cdiv(N, rows)
-            for block_k, stages in SWAP_RINGS:
+            for block_k, stages in swap_rings:
                 if not _ring_fits(rows, width, block_k, stages, rows * width * 2):
                     continue
                 for split in (1, 2, 4, 8):
@@ -135,6 +138,34 @@ def candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
                     found.append({**BASE, "BLOCK_M": rows, "BLOCK_N": width, "BLOCK_K": block_k, "STAGES": stages,
                                   "num_warps": 4, "SPLIT_K": split, "SWAP_AB": True})
     return found
+
+
+def first_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
+    """The tuning space of the first table (2026-12-01): each tile of TILES unsplit, and split 2, 3 or 4 ways where
+    its tiles are fewer than two waves of the SMs (at most three waves of work units); swap-AB only for M ≤ 128,
+    split up to 8 ways where its tiles leave SMs idle."""
+    return _space(M, N, K, sms, TILES, (1, 2, 3, 4), SWAP_RINGS)
+
+
+def _key(cfg: dict) -> tuple:
+    return tuple(cfg[k] for k in KEYS)
+
+
+def new_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
+    """What the space gained after the first table: MORE_TILES, splits of 6 and 8 ways for every tile, and the
+    rings of MORE_SWAP_RINGS; only the configurations the first space lacks."""
+    first = {_key(c) for c in first_candidates(M, N, K, sms)}
+    found, seen = [], set()
+    for c in _space(M, N, K, sms, TILES + MORE_TILES, (1, 2, 3, 4, 6, 8), SWAP_RINGS + MORE_SWAP_RINGS):
+        if _key(c) not in first and _key(c) not in seen:
+            seen.add(_key(c))
+            found.append(c)
+    return found
+
+
+def candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
+    """Every configuration the tuning command times for a shape: the first space and what it gained since."""
+    return first_candidates(M, N, K, sms) + new_candidates(M, N, K, sms)
 
 
 # -- Which table a GPU reads --------------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ small M it covers the few rows of A with mostly empty tiles and leaves most SMs 
 19's with two more ways to cut the work, chosen per shape: **split-K**, where several programs share one tile of C,
 each summing a slice of K and the last to finish adding the slices in a fixed order (so the result is the same bits
 on every run), and **swap-AB**, which computes Cᵀ = W·Aᵀ so that N, not the small M, fills the 64-row side of wgmma.
-A table tuned on the GPU says which tile, split and operand order each shape gets; lesson 31's plans keep the choice.
+A table tuned on the GPU says which tile, split and operand order each shape gets; plans kept as lesson 31 keeps them
+(the toolkit's ``gluon_course.nvidia.launch``: signature, descriptors by address, CUtensorMaps encoded once) keep the
+choice.
 """
 from collections import OrderedDict
 
@@ -18,14 +20,13 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from gluon_course.course import load_solution
-from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.nvidia import launch as kept
 from gluon_course.nvidia.dispatch import DispatchTable, table_for
+from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.nvidia.tiles import grouped_tile
 from gluon_course.validate import require_matmul_args
 
-l31 = load_solution("31")          # lesson 31's signature and Address: the plans work as there
 GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 # Lesson 19's configuration: what a shape gets when neither the table nor the rule says otherwise.
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8,
@@ -38,21 +39,10 @@ def wgmma_layout(num_warps: int, BLOCK_N: int):
 
 
 @gluon.jit
-def grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
-    """(pid_m, pid_n) of tile number ``tile`` in lesson 17's grouped order."""
-    tiles_per_group = GROUP_M * num_pid_n
-    first_pid_m = (tile // tiles_per_group) * GROUP_M
-    group_rows = gl.minimum(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + (tile % tiles_per_group) % group_rows
-    pid_n = (tile % tiles_per_group) // group_rows
-    return pid_m, pid_n
-
-
-@gluon.jit
 def work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M: gl.constexpr):
-    """Unit ``unit`` of the persistent loop: its tile (number and coordinates) and its slice of the K steps. A tile
-    has SPLIT_K consecutive units; slice ``s`` holds steps [s·k_tiles // SPLIT_K, (s+1)·k_tiles // SPLIT_K), never
-    empty when SPLIT_K ≤ k_tiles (the launcher's rule)."""
+    """Unit ``unit`` of the persistent loop: its tile (number, and coordinates in lesson 17's grouped order) and its
+    slice of the K steps. A tile has SPLIT_K consecutive units; slice ``s`` holds steps [s·k_tiles // SPLIT_K,
+    (s+1)·k_tiles // SPLIT_K), never empty when SPLIT_K ≤ k_tiles (the launcher's rule)."""
     tile = unit // SPLIT_K
     split = unit % SPLIT_K
     pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
@@ -207,7 +197,8 @@ def operand_views(a, b, b_kn: bool, swap_ab: bool):
 
 class Plan:
     """Lesson 31's plan, for linear_kernel: one signature's checks, configuration (from the dispatch table), layouts,
-    grid, split-K scratch and compiled kernel, and its descriptors kept by address."""
+    grid, split-K scratch and compiled kernel, its descriptors kept by address and their CUtensorMaps encoded once
+    (``kept.KeptLaunch``)."""
 
     def __init__(self, a, b, c, config: dict, sms: int | None = None):
         M, N, K = require_matmul_args(a, b, c, b_either_way=True, on_gpu=False)
@@ -219,7 +210,6 @@ class Plan:
         self.num_warps = cfg["num_warps"]
         self.config = cfg
         self.swap_ab = bool(cfg["SWAP_AB"])
-        self.compiled = None
         self.descriptors = OrderedDict()
         self.scratch = {}
         if self.empty:
@@ -242,21 +232,22 @@ class Plan:
         self.tiles = triton.cdiv(kM, BM) * triton.cdiv(kN, BN)
         self.units = self.tiles * split
         self.grid = None if sms is None else (min(self.units, sms), 1, 1)
+        # After the descriptors and split-K's scratch, the kernel's arguments in its parameters' order (constexprs
+        # included: driver.c skips them); the launches, the first through the JIT, the rest with encoded maps.
+        self.rest = (kM, kN, K, split, *(self.constexprs[name] for name in ARGUMENT_ORDER))
+        self.launcher = kept.KeptLaunch(linear_kernel, self.num_warps)
+        self.stream = None                   # Triton's reader of torch's current stream, at the first launch
 
     def descriptors_for(self, a, b, c):
-        """Lesson 31's descriptors kept by address, for the kernel's operand order."""
+        """The descriptors of the kernel's operands, kept by the three addresses, as lesson 31 keeps them."""
         key = (a.data_ptr(), b.data_ptr(), c.data_ptr())
         found = self.descriptors.get(key)
-        if found is None:
-            ka, kb, _, _ = operand_views(a, b, self.b_kn, self.swap_ab)
-            found = tuple(TensorDescriptor(l31.Address(t), list(t.shape), list(t.stride()), block, layout)
-                          for t, block, layout in zip((ka, kb, c), self.blocks, self.layouts))
-            self.descriptors[key] = found
-            if len(self.descriptors) > l31.DESCRIPTORS_KEPT:
-                self.descriptors.popitem(last=False)
-        else:
+        if found is not None:
             self.descriptors.move_to_end(key)
-        return found
+            return found
+        ka, kb, _, _ = operand_views(a, b, self.b_kn, self.swap_ab)
+        return kept.keep(self.descriptors, key, kept.host_descriptors((ka, kb, c), self.blocks, self.layouts),
+                         kept.DESCRIPTORS_KEPT)
 
     def scratch_for(self, device, stream: int):
         """Split-K's fp32 slices and per-tile counters, one set per stream (two streams running one plan at once
@@ -276,19 +267,15 @@ class Plan:
 
     def launch(self, a, b, c) -> None:
         descs = self.descriptors_for(a, b, c)
-        stream = triton.runtime.driver.active.get_current_stream(a.device.index)
-        partial, arrivals = self.scratch_for(a.device, stream)
-        rest = (*self.kernel_mnk, self.config["SPLIT_K"], *(self.constexprs[name] for name in ARGUMENT_ORDER))
-        k = self.compiled
-        if k is None or triton.knobs.runtime.launch_enter_hook.calls:
+        if self.stream is None:
             require_hopper(a)
             if self.grid is None:
                 sms = torch.cuda.get_device_properties(a.device).multi_processor_count
                 self.grid = (min(self.units, sms), 1, 1)
-            self.compiled = linear_kernel[self.grid](*descs, partial, arrivals, *rest, num_warps=self.num_warps)
-            return
-        k.run(self.grid[0], 1, 1, stream, k.function, k.packed_metadata, None, None, None, *descs, partial, arrivals,
-              *rest)
+            self.stream = triton.runtime.driver.active.get_current_stream
+        stream = self.stream(a.device.index)
+        partial, arrivals = self.scratch_for(a.device, stream)
+        self.launcher(self.grid[0], stream, descs, (partial, arrivals, *self.rest))
 
 
 class Linear:
@@ -313,14 +300,14 @@ class Linear:
         return {**CONFIG, **self.table.config(M, N, K, b_kn)}
 
     def plan(self, a, b, c, sms: int | None = None) -> Plan:
-        key = l31.signature(a, b, c)
+        key = kept.signature(a, b, c)
         found = self.plans.get(key)
         if found is None:
             b_kn = b.dim() == 2 and (b.shape[1] <= 1 or b.stride(1) == 1)
             M, K = a.shape if a.dim() == 2 else (0, 0)
             N = b.shape[1] if b.dim() == 2 else 0
             found = self.plans[key] = Plan(a, b, c, self.config_for(M, N, K, b_kn), sms)
-            if len(self.plans) > l31.PLANS_KEPT:
+            if len(self.plans) > kept.PLANS_KEPT:
                 self.plans.popitem(last=False)
         return found
 

@@ -106,6 +106,41 @@ def descriptors(mod):
     return None
 
 
+def encoded_launch(mod):
+    """With Triton's driver stood in for (its encoding and its C launch; everything between is Triton's own code): the
+    plan's launch hands driver.c exactly what Triton's CompiledKernel.run would, encodes a kept descriptor set once,
+    and encodes anew, with the new address, when C moves."""
+    from gluon_course.nvidia.launch import RawLaunch, StubDriver, stub_compiled
+
+    f = mod.Matmul()
+    a, b, c = _cpu_operands()
+    p = f.plan(a, b, c)
+    with StubDriver() as driver:
+        k = stub_compiled(mod.v9.matmul_kernel, _compiled(mod, False), num_warps=p.num_warps)
+        p.compiled, p.raw, p.grid, p.stream = k, RawLaunch.of(k), (3, 1, 1), driver.get_current_stream
+        if p.raw is None:
+            return "RawLaunch refused a kernel with no scratch memory: every call would encode its descriptors again"
+        p.launch(a, b, c)
+        p.launch(a, b, c)
+        if driver.encodings != 3:
+            return (f"two launches with the same tensors encoded {driver.encodings} CUtensorMaps: the three of a kept "
+                    "descriptor set are encoded on its first launch and kept")
+        descs = p._descriptors_for(a, b, c)
+        k.run(3, 1, 1, 0, k.function, k.packed_metadata, None, None, None, *descs, *p.rest)
+        ours, triton_s = driver.launches[1][-1], driver.launches[2][-1]
+        if list(ours) != list(triton_s):
+            return ("the launch hands driver.c other arguments than Triton's own launcher would for the same "
+                    f"descriptors: {list(ours)[:8]} … against {list(triton_s)[:8]} …")
+        moved = c.clone()
+        p.launch(a, b, moved)
+        maps = [x for x in driver.launches[-1][-1] if isinstance(x, tuple) and len(x) == 8]
+        if len(maps) != 3 or maps[2][0] != moved.data_ptr():
+            return ("a C at another address was launched with a CUtensorMap of address "
+                    f"{maps[2][0] if len(maps) == 3 else None}, not C's {moved.data_ptr()}: the encoded maps must be "
+                    "kept per descriptor set, not per plan")
+    return None
+
+
 def _compiled(mod, b_kn: bool, dtype: str = "bf16"):
     from triton.experimental.gluon import language as gl
 
@@ -306,6 +341,9 @@ CHECKS = LessonChecks(
               "changes; a new signature's checks run (host code, CPU tensors)", plans),
         Check("descriptors", "descriptors are kept by address, describe the tensor exactly, never hold it, and "
               "are bounded per plan (host code, CPU tensors)", descriptors),
+        Check("encoded_launch", "with Triton's driver stood in for, a launch hands driver.c what Triton's own "
+              "launcher would, encodes a kept set of descriptors once, and encodes anew for another address (host "
+              "code, CPU tensors)", encoded_launch),
         Check("kernel_sm_90", "sm_90: the plans launch lesson 19's kernel (HGMMA, UTMASTG) at your CONFIG, fitting "
               "one SM with no spills, B either way", kernel, target="sm_90"),
     ],

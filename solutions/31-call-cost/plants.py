@@ -23,6 +23,13 @@ PLANTS = [
           "found = tuple(TensorDescriptor(Address(t), list(t.shape), list(t.stride()), block, layout)",
           "found = tuple(TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)",
           rejected_by="descriptors"),
+    Plant("the encoded CUtensorMaps are kept once per plan: a C at another address is written through the map of "
+          "the first C",
+          "found = self.encoded.get(id(descs))\n        if found is None or found[0] is not descs:",
+          "found = next(iter(self.encoded.values()), None)\n        if found is None:",
+          rejected_by="encoded_launch"),
+    Plant("the encoded maps are never kept: every call encodes its three descriptors again, as Triton's launcher does",
+          "found = self.encoded.get(id(descs))\n", "found = None\n", rejected_by="encoded_launch"),
     # ---- caught on a GPU ----
     Plant("the descriptors are kept by the plan alone, never by address: a second A of the same shape is read from "
           "the first A's memory",

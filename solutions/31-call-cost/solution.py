@@ -6,8 +6,10 @@ GPU sees anything: more host time per call than a small GEMM takes on the GPU. T
 rewrites the launcher as a library would ship it. What depends only on the arguments' *signature* (shapes, strides,
 dtype, device, alignment) is worked out once per signature and kept in a ``Plan``: the argument checks, the
 configuration, the layouts, the grid and the compiled kernel. TMA descriptors are kept too, by address: a descriptor
-encodes the address, the sizes, the strides, the element type and the box, and nothing else of the tensor. Each call
-then costs a dictionary lookup or two and one launch through the compiled kernel's own handle.
+encodes the address, the sizes, the strides, the element type and the box, and nothing else of the tensor. Triton's
+launcher would still encode every host descriptor into a CUtensorMap on each launch; the plan encodes each kept set
+once and hands the encoded maps to Triton's C launch itself (``gluon_course.nvidia.launch`` says where in Triton 3.9.0).
+Each call then costs two dictionary lookups, one more for the encoded maps, and the driver's launch.
 """
 from collections import OrderedDict
 
@@ -18,15 +20,16 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from gluon_course.course import load_solution
 from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
+from gluon_course.nvidia.launch import DESCRIPTORS_KEPT, PLANS_KEPT, Address, RawLaunch
 from gluon_course.validate import require_matmul_args
 
 # The kernel is lesson 19's, unchanged, and so is its tile: this lesson changes only what runs on the host.
 v9 = load_solution("19")
 CONFIG = dict(v9.CONFIG)
 GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
-# How many plans (signatures) and descriptor sets (addresses per plan) are kept; the oldest goes first.
-PLANS_KEPT = 256
-DESCRIPTORS_KEPT = 64
+# How many plans (signatures) and descriptor sets (addresses per plan) are kept, the oldest going first, and the
+# stand-in a kept descriptor holds instead of its tensor (Address: the address and dtype, no reference), are the
+# toolkit's (gluon_course.nvidia.launch), shared with lesson 32.
 
 
 def signature(a, b, c) -> tuple:
@@ -38,22 +41,10 @@ def signature(a, b, c) -> tuple:
     ### END SOLUTION
 
 
-class Address:
-    """What a TMA descriptor keeps of its tensor: the address and the element type, and no reference to the tensor,
-    so a kept descriptor never keeps a freed tensor's memory alive. The launch reads ``data_ptr()``; the descriptor's
-    own checks read ``dtype``."""
-    __slots__ = ("_address", "dtype")
-
-    def __init__(self, t: torch.Tensor):
-        self._address, self.dtype = t.data_ptr(), t.dtype
-
-    def data_ptr(self) -> int:
-        return self._address
-
-
 class Plan:
     """One signature's launch, worked out once: the checks (by building it), the tile, the layouts, the grid, and
-    after the first launch the compiled kernel. ``descriptors`` keeps TMA descriptors by the tensors' addresses."""
+    after the first launch the compiled kernel. ``descriptors`` keeps TMA descriptors by the tensors' addresses;
+    ``encoded`` keeps each kept set's CUtensorMaps, encoded on its first launch."""
 
     def __init__(self, a, b, c, config: dict):
         M, N, K = require_matmul_args(a, b, c, b_either_way=True, on_gpu=False)
@@ -64,8 +55,9 @@ class Plan:
         cfg = dict(config)
         self.num_warps = cfg.pop("num_warps")
         self.config = cfg
-        self.compiled = None
+        self.compiled = self.raw = None
         self.descriptors = OrderedDict()
+        self.encoded = OrderedDict()
         if self.empty:
             return
         require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], self.num_warps, cfg["STAGES"])
@@ -111,8 +103,19 @@ class Plan:
         return found
         ### END SOLUTION
 
+    def _encoded_for(self, descs) -> tuple:
+        """Every argument of the driver's launch for this descriptor set: its three CUtensorMaps (with sizes and
+        strides) encoded once by Triton's own encoding, then the rest. The set is held beside them, so its id cannot
+        name another set while the entry lives."""
+        found = self.encoded.get(id(descs))
+        if found is None or found[0] is not descs:
+            found = self.encoded[id(descs)] = (descs, self.raw.encode(descs) + self.rest)
+            if len(self.encoded) > DESCRIPTORS_KEPT:
+                self.encoded.popitem(last=False)
+        return found[1]
+
     def launch(self, a, b, c) -> None:
-        a_desc, b_desc, c_desc = self._descriptors_for(a, b, c)
+        descs = self._descriptors_for(a, b, c)
         k = self.compiled
         if k is None or triton.knobs.runtime.launch_enter_hook.calls:
             # The first launch (or one a profiler watches) goes through the JIT: it binds the arguments, compiles or
@@ -121,13 +124,20 @@ class Plan:
             if self.grid is None:
                 sms = torch.cuda.get_device_properties(a.device).multi_processor_count
                 self.grid = (min(self.tiles, sms), 1, 1)
-            self.compiled = v9.matmul_kernel[self.grid](a_desc, b_desc, c_desc, *self.rest, num_warps=self.num_warps)
+                self.stream = triton.runtime.driver.active.get_current_stream
+            self.compiled = v9.matmul_kernel[self.grid](*descs, *self.rest, num_warps=self.num_warps)
+            if self.compiled is not k:
+                self.raw, self.encoded = RawLaunch.of(self.compiled), OrderedDict()
             return
-        # Every later call: straight to the compiled kernel's launcher (CompiledKernel.run in Triton 3.9.0), which
-        # packs the arguments and calls the driver. No binding, no specialisation, no cache key.
-        stream = triton.runtime.driver.active.get_current_stream(a.device.index)
-        k.run(self.grid[0], 1, 1, stream, k.function, k.packed_metadata, None, None, None, a_desc, b_desc, c_desc,
-              *self.rest)
+        stream = self.stream(a.device.index)
+        if self.raw is None:
+            # Where RawLaunch cannot stand in for Triton's launcher (scratch memory, GSan): its CompiledKernel.run,
+            # which encodes the three descriptors again on every call.
+            k.run(self.grid[0], 1, 1, stream, k.function, k.packed_metadata, None, None, None, *descs, *self.rest)
+            return
+        # Every later call: the driver's launch with the maps encoded once. No binding, no specialisation, no cache
+        # key, no encoding.
+        self.raw(self.grid[0], stream, self._encoded_for(descs))
 
 
 class Matmul:

@@ -273,17 +273,38 @@ def _block_run(module_file: str) -> dict:
     return block_figures(lambda a, b: mod.linear(a, b))
 
 
+def _block_row(mod, tokens: int) -> dict:
+    row = _block_run(mod.__file__)[tokens]
+    if row["error_swapped"] > 2 * row["error_torch"] + 1e-3:
+        raise AssertionError(f"the swapped block's output is off by {row['error_swapped']:.2e} (relative) where "
+                             f"torch's own is off by {row['error_torch']:.2e}: not the same computation")
+    return row
+
+
 def block_measure(tokens: int):
     def measure(mod):
         from gluon_course.measure.timing import Measurement
 
-        run = _block_run(mod.__file__)
-        row = run[tokens]
-        if row["error_swapped"] > 2 * row["error_torch"] + 1e-3:
-            raise AssertionError(f"the swapped block's output is off by {row['error_swapped']:.2e} (relative) where "
-                                 f"torch's own is off by {row['error_torch']:.2e}: not the same computation")
+        row = _block_row(mod, tokens)
+        keys = ("ratio", "spread", "swapped_us", "torch_us", "error_swapped", "error_torch")
         return Measurement(row["ratio"], f"{row['swapped_us']:.0f} µs vs torch's {row['torch_us']:.0f} µs per block "
                                          f"(error {row['error_swapped']:.1e}, torch {row['error_torch']:.1e})",
+                           {**{k: row[k] for k in keys}, "tokens": tokens})
+    return measure
+
+
+def block_graph_measure(tokens: int):
+    """The block captured in a CUDA graph and replayed, both ways (the kernels without the host between them), with
+    each do_bench time over its graph time (well above 1: the block waits on the host) and every layer alone."""
+    def measure(mod):
+        from gluon_course.measure.timing import Measurement
+
+        row = _block_row(mod, tokens)
+        slowest = max(row["layers"].items(), key=lambda kv: kv[1]["swapped_graph_us"] / kv[1]["torch_graph_us"])
+        return Measurement(row["graph_ratio"],
+                           f"graph {row['swapped_graph_us']:.0f} µs vs torch's {row['torch_graph_us']:.0f} µs per "
+                           f"block; do_bench over graph {row['swapped_bench_over_graph']:.2f} (torch "
+                           f"{row['torch_bench_over_graph']:.2f}); slowest layer against torch's: {slowest[0]}",
                            {**row, "tokens": tokens})
     return measure
 
@@ -292,6 +313,10 @@ PROBE = ("NVIDIA H200, Triton 3.9.0, torch 2.11.0+cu130, 2026-12-01 (results/tri
          "and-model-shapes.json): lesson 19's kernel through lesson 31's launcher, its one tile on every shape")
 TABLE_WHY = ("F.linear's time over the dispatched kernel's on the 31 model shapes (A·Wᵀ, bf16, W N × K), each the "
              "median of 3 interleaved do_bench pairs, as a user calls both; the geomean over the shapes")
+
+BLOCK_GRAPH_WHY = ("torch's block over the swapped block, each captured once in a CUDA graph and replayed (graph_ms: "
+                   "no host between the kernels; L2 kept between replays); details: each do_bench time over its graph "
+                   "time, and each of the seven linear layers alone, do_bench and graph, both ways")
 
 CHECKS = LessonChecks(
     targets=("sm_90",),
@@ -344,5 +369,9 @@ CHECKS = LessonChecks(
         Figure("block_decode", "block, 16 tokens", block_measure(16),
                Expectation(0.7, 1.5, "torch", "the same block for one decode step of 16 tokens",
                            unit="× torch's block")),
+        Figure("block_prefill_graph", "block, 2048 tokens, CUDA graph", block_graph_measure(2048),
+               Expectation(0.7, 1.5, "torch", BLOCK_GRAPH_WHY, unit="× torch's block (graph)")),
+        Figure("block_decode_graph", "block, 16 tokens, CUDA graph", block_graph_measure(16),
+               Expectation(0.7, 1.5, "torch", BLOCK_GRAPH_WHY, unit="× torch's block (graph)")),
     ],
 )

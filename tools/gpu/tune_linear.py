@@ -1,19 +1,28 @@
-"""The tuning command of lesson 32: time every configuration of the tuning space (gluon_course.nvidia.dispatch
-.candidates) on each model shape, on the GPU, and write the dispatch table with its provenance.
+"""The tuning command of lesson 32: time configurations of the tuning space (gluon_course.nvidia.dispatch) on model
+shapes, on the GPU, and write the dispatch table with its provenance.
 
     python tools/gpu/tune_linear.py results/tuning/nvidia-h200-linear.json
+        every candidate (dispatch.candidates) on every model shape: a new table
+    python tools/gpu/tune_linear.py OUT.json --merge results/tuning/nvidia-h200-linear.json \\
+            --only 512x6144x4096,128x4096x4096 [--budget 140]
+        a re-tune of the named shapes only: each shape's entry in the table is timed again beside the candidates the
+        space gained since the first table (dispatch.new_candidates), and the table, with those entries merged, is
+        written to OUT (which may be the table itself). Shapes are taken in the order given; at --budget seconds the
+        re-tune stops and says which shapes it left as they were.
 
 Each candidate is first checked against an fp32 reference on the shape's own random inputs (a wrong fast kernel
 never wins), then timed as a user calls it: do_bench's median (L2 flushed before each call), warm, in one process.
-The winner of each shape and every candidate's time go into the table; a candidate that failed is kept with why.
-Run it on an otherwise idle GPU. It also prints each winner beside F.linear, one do_bench pair each (informs only:
-the lesson's figures time the table in interleaved pairs).
+In a re-tune a new configuration replaces the entry only when its median is at least 2% below the entry's own,
+timed in the same run (less is within what two do_bench medians of one kernel differ by). Every candidate's time
+goes into the table; a candidate that failed is kept with why. Run it on an otherwise idle GPU. It also prints each
+winner beside F.linear, one do_bench pair each (informs only: the lesson's figures time the table in interleaved
+pairs).
 """
+import argparse
 import datetime
 import json
 import os
 import subprocess
-import sys
 import time
 
 import torch
@@ -23,36 +32,47 @@ from triton.testing import do_bench
 
 from gluon_course import load_solution
 from gluon_course.measure.gemm import MODEL_SHAPES, compare_gemm, tolerance
-from gluon_course.nvidia.dispatch import KEYS, SMS, candidates
+from gluon_course.nvidia.dispatch import KEYS, SMS, candidates, new_candidates
 
-out = sys.argv[1]
-started = time.time()
-lesson = load_solution("32")
-sms = torch.cuda.get_device_properties(0).multi_processor_count
-bf16 = torch.bfloat16
+ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB")
+BETTER_BY = 0.98                 # a re-tune's new configuration must be this fraction of the entry's time or less
+HOW = ("tools/gpu/tune_linear.py: candidates checked against an fp32 reference, then do_bench median (warmup 10 ms, "
+       "rep 40 ms, L2 flushed), B = w.t() (W N × K)")
+
+
+def parse_shapes(text: str) -> list:
+    shapes = []
+    for item in filter(None, text.split(",")):
+        try:
+            M, N, K = (int(x) for x in item.lower().split("x"))
+        except ValueError:
+            raise SystemExit(f"--only: {item!r} is not M x N x K (write it as 512x6144x4096)") from None
+        if (M, N, K) not in MODEL_SHAPES:
+            raise SystemExit(f"--only: {M}×{N}×{K} is not one of lesson 32's model shapes "
+                             "(gluon_course.measure.gemm.MODEL_SHAPES)")
+        shapes.append((M, N, K))
+    return shapes
 
 
 def us(fn) -> float:
     return 1e3 * do_bench(fn, warmup=10, rep=40, return_mode="median")
 
 
-entries, log = [], []
-for M, N, K in MODEL_SHAPES:
+def time_candidates(lesson, M, N, K, configs) -> tuple:
     torch.manual_seed(M * 7 + N * 3 + K)
-    a = torch.randn(M, K, device="cuda", dtype=bf16)
-    w = torch.randn(N, K, device="cuda", dtype=bf16)
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
     b = w.t()
     ref = (a.double() @ b.double()).float()
     timed = []
-    for cfg in candidates(M, N, K, sms):
-        c = torch.full((M, N), float("nan"), device="cuda", dtype=bf16)
-        row = {key: cfg[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K",
-                                          "SWAP_AB")}
+    for cfg in configs:
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        row = {key: cfg[key] for key in ROW_KEYS}
         try:
             f = lesson.Linear(config=cfg)
             f(a, b, c)
             torch.cuda.synchronize()
-            problem = compare_gemm(c, ref, tolerance(K, bf16))
+            problem = compare_gemm(c, ref, tolerance(K, torch.bfloat16))
             if problem:
                 row["failed"] = problem[:200]
             else:
@@ -60,27 +80,104 @@ for M, N, K in MODEL_SHAPES:
         except Exception as e:  # noqa: BLE001 - a candidate that cannot run is recorded, never chosen
             row["failed"] = f"{type(e).__name__}: {str(e)[:200]}"
         timed.append(row)
-    ok = [r for r in timed if "us" in r]
-    best = min(ok, key=lambda r: r["us"])
-    config = {key: best[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB")}
     lib = round(us(lambda: F.linear(a, w)), 2)
-    entries.append({"M": M, "N": N, "K": K, "b": "nk", "config": config, "us": best["us"], "f_linear_us": lib,
-                    "candidates": timed})
-    print(f"{M:>5}×{N:>6}×{K:>5}  best {best['us']:9.2f} µs  F.linear {lib:9.2f} µs  ({lib / best['us']:.2f}×)  "
-          f"{config}  [{len(ok)} of {len(timed)} ran]", flush=True)
     del a, w, b, ref
+    return timed, lib
 
-try:
-    commit = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], capture_output=True, text=True).stdout.strip()
-except OSError:
-    commit = ""
-commit = os.environ.get("GLUON_COURSE_COMMIT") or commit     # the checkout there may carry an older .git
-table = {"provenance": {"gpu": torch.cuda.get_device_name(), "sms": sms, "triton": triton.__version__,
-                        "torch": torch.__version__, "date": datetime.date.today().isoformat(),
-                        "commit": commit or None, "seconds": round(time.time() - started, 1),
-                        "how": "tools/gpu/tune_linear.py: every candidate of gluon_course.nvidia.dispatch.candidates "
-                               "checked against an fp32 reference, then do_bench median (warmup 10 ms, rep 40 ms, L2 "
-                               "flushed), B = w.t() (W N × K)"},
-         "sms": sms, "keys": list(KEYS), "entries": entries}
-json.dump(table, open(out, "w"), indent=1)
-print(f"wrote {out}: {len(entries)} shapes in {time.time() - started:.0f} s (default SM count {SMS}, here {sms})")
+
+def provenance(started, sms) -> dict:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    commit = os.environ.get("GLUON_COURSE_COMMIT") or commit     # the checkout there may carry an older .git
+    return {"gpu": torch.cuda.get_device_name(), "sms": sms, "triton": triton.__version__, "torch": torch.__version__,
+            "date": datetime.date.today().isoformat(), "commit": commit or None,
+            "seconds": round(time.time() - started, 1)}
+
+
+def full(out, lesson, sms, started):
+    entries = []
+    for M, N, K in MODEL_SHAPES:
+        timed, lib = time_candidates(lesson, M, N, K, candidates(M, N, K, sms))
+        ok = [r for r in timed if "us" in r]
+        best = min(ok, key=lambda r: r["us"])
+        config = {key: best[key] for key in ROW_KEYS}
+        entries.append({"M": M, "N": N, "K": K, "b": "nk", "config": config, "us": best["us"], "f_linear_us": lib,
+                        "candidates": timed})
+        print(f"{M:>5}×{N:>6}×{K:>5}  best {best['us']:9.2f} µs  F.linear {lib:9.2f} µs  ({lib / best['us']:.2f}×)  "
+              f"{config}  [{len(ok)} of {len(timed)} ran]", flush=True)
+    table = {"provenance": {**provenance(started, sms), "how": HOW + "; every candidate of dispatch.candidates"},
+             "sms": sms, "keys": list(KEYS), "entries": entries}
+    json.dump(table, open(out, "w"), indent=1)
+    print(f"wrote {out}: {len(entries)} shapes in {time.time() - started:.0f} s (default SM count {SMS}, here {sms})")
+
+
+def retune(out, table_path, shapes, budget, lesson, sms, started):
+    table = json.load(open(table_path))
+    by_shape = {(e["M"], e["N"], e["K"]): e for e in table["entries"] if e["b"] == "nk"}
+    done, left, changed = [], [], []
+    for M, N, K in shapes:
+        if time.time() - started > budget:
+            left.append(f"{M}x{N}x{K}")
+            continue
+        entry = by_shape.get((M, N, K))
+        if entry is None:
+            raise SystemExit(f"{table_path} has no entry for {M}×{N}×{K}: run the full tuning first")
+        old = {**{key: entry["config"][key] for key in ROW_KEYS}}
+        new = new_candidates(M, N, K, sms)
+        timed, lib = time_candidates(lesson, M, N, K, [{**entry["config"], **old}] + new)
+        old_row, rows = timed[0], timed[1:]
+        ok = [r for r in rows if "us" in r]
+        best = min(ok, key=lambda r: r["us"]) if ok else None
+        old_us = old_row.get("us")
+        replace = best is not None and (old_us is None or best["us"] <= BETTER_BY * old_us)
+        when = {"date": datetime.date.today().isoformat(), "commit": os.environ.get("GLUON_COURSE_COMMIT"),
+                "entry_us_now": old_us, "entry_config": old, "new_candidates": len(new), "f_linear_us": lib}
+        for r in rows:
+            r["retune"] = when["date"]
+        entry["candidates"] = entry.get("candidates", []) + rows
+        if replace:
+            entry["config"] = {key: best[key] for key in ROW_KEYS}
+            entry["us"] = best["us"]
+            changed.append(f"{M}x{N}x{K}")
+        elif old_us is not None:
+            entry["us"] = old_us
+        entry["f_linear_us"] = lib
+        entry.setdefault("retunes", []).append({**when, "replaced": replace})
+        done.append(f"{M}x{N}x{K}")
+        now = entry["us"]
+        print(f"{M:>5}×{N:>6}×{K:>5}  entry {old_us} µs, best new {best and best['us']} µs -> "
+              f"{'NEW ' + str(entry['config']) if replace else 'kept'}  F.linear {lib} µs ({lib / now:.2f}×)  "
+              f"[{len(ok)} of {len(rows)} new ran]", flush=True)
+    table["provenance"].setdefault("retunes", []).append({
+        **provenance(started, sms), "how": HOW + "; the named shapes' entries timed again beside "
+        f"dispatch.new_candidates, replaced only at {BETTER_BY:.2f}× the entry's time or less",
+        "shapes": done, "replaced": changed, "left_for_time": left})
+    json.dump(table, open(out, "w"), indent=1)
+    print(f"wrote {out}: {len(done)} shapes re-tuned ({len(changed)} changed), {len(left)} left for time, in "
+          f"{time.time() - started:.0f} s")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("out")
+    p.add_argument("--merge", help="the table to re-tune (only with --only)")
+    p.add_argument("--only", help="comma-separated model shapes MxNxK to re-tune")
+    p.add_argument("--budget", type=float, default=1e9, help="seconds after which a re-tune takes no new shape")
+    args = p.parse_args(argv)
+    if bool(args.merge) != bool(args.only):
+        raise SystemExit("--merge and --only go together: the table to re-tune and the shapes to re-tune in it")
+    shapes = parse_shapes(args.only) if args.only else None
+    started = time.time()
+    lesson = load_solution("32")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if shapes:
+        retune(args.out, args.merge, shapes, args.budget, lesson, sms, started)
+    else:
+        full(args.out, lesson, sms, started)
+
+
+if __name__ == "__main__":
+    main()

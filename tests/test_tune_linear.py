@@ -1,0 +1,59 @@
+"""The dry parts of tools/gpu/tune_linear.py's re-tune, with the GPU's timings stood in for: the named shapes' entries
+are timed beside the new candidates, replaced only when a new one is 2% faster, and the merge keeps provenance."""
+import importlib.util
+import json
+import shutil
+import time
+
+from gluon_course.course import repo_root
+from gluon_course.nvidia import dispatch
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("tune_linear", repo_root() / "tools" / "gpu" / "tune_linear.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_retune_merges_named_shapes_only(tmp_path, monkeypatch):
+    tool = _tool()
+    table = tmp_path / "table.json"
+    shutil.copy(dispatch.table_path(), table)
+    before = json.loads(table.read_text())
+
+    def fake_times(lesson, M, N, K, configs):
+        # The entry (first) at 100 µs; new candidates 99 µs at 512 rows (within 2%: kept), else 50 µs (replaced).
+        rows = [{key: c[key] for key in tool.ROW_KEYS} for c in configs]
+        for i, r in enumerate(rows):
+            r["us"] = 100.0 if i == 0 else (99.0 if M == 512 else 50.0 + i)
+        return rows, 80.0
+
+    monkeypatch.setattr(tool, "time_candidates", fake_times)
+    monkeypatch.setattr(tool, "provenance", lambda started, sms: {"gpu": "stand-in", "date": "today"})
+    tool.retune(str(table), str(table), [(512, 6144, 4096), (128, 4096, 4096)], 1e9, None, 132, time.time())
+    after = json.loads(table.read_text())
+    old = {(e["M"], e["N"], e["K"]): e for e in before["entries"]}
+    new = {(e["M"], e["N"], e["K"]): e for e in after["entries"]}
+    assert new[(512, 6144, 4096)]["config"] == old[(512, 6144, 4096)]["config"]          # 1% faster: kept
+    first_new = dispatch.new_candidates(128, 4096, 4096)[0]
+    assert new[(128, 4096, 4096)]["config"] == {k: first_new[k] for k in tool.ROW_KEYS}   # 2× faster: replaced
+    assert new[(128, 4096, 4096)]["us"] == 51.0
+    assert new[(128, 4096, 4096)]["retunes"][0]["entry_us_now"] == 100.0
+    for shape, e in old.items():
+        if shape not in ((512, 6144, 4096), (128, 4096, 4096)):
+            assert new[shape] == e                                                          # untouched
+    retunes = after["provenance"]["retunes"]
+    assert retunes[-1]["shapes"] == ["512x6144x4096", "128x4096x4096"] and retunes[-1]["replaced"] == ["128x4096x4096"]
+    assert dispatch.DispatchTable.load(table).config(128, 4096, 4096)["BLOCK_N"] == first_new["BLOCK_N"]
+
+
+def test_new_candidates_are_new_and_fit():
+    for M, N, K in ((512, 6144, 4096), (64, 4096, 4096), (128, 14336, 4096)):
+        first = {dispatch._key(c) for c in dispatch.first_candidates(M, N, K)}
+        new = dispatch.new_candidates(M, N, K)
+        assert new and not first & {dispatch._key(c) for c in new}
+        for c in new:
+            assert c["SPLIT_K"] <= -(-K // c["BLOCK_K"])
+            c_bytes = c["BLOCK_M"] * c["BLOCK_N"] * 2
+            assert dispatch._ring_fits(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["STAGES"], c_bytes), c
