@@ -114,7 +114,8 @@ def fp8_inputs(M: int, N: int, K: int, per_row: bool, device="cuda", seed: int =
 
     def operand(rows):
         values = (torch.randn(rows, K, generator=g) * 64).clamp(-E4M3_MAX, E4M3_MAX).to(FP8)
-        buffer = torch.empty(values.numel() + 2 * margin, dtype=FP8, device=device).fill_(float("nan"))
+        # 0x7F is e4m3fn's NaN; the buffer is filled as bytes (any device fills uint8).
+        buffer = torch.full((values.numel() + 2 * margin,), 0x7F, dtype=torch.uint8, device=device).view(FP8)
         return buffer[margin: margin + values.numel()].view(rows, K).copy_(values.to(device))
 
     def scale(n):
@@ -457,3 +458,47 @@ def compile_fp8(mod, cfg: dict, target: str = "sm_90", a_per_row: bool = True, w
     constexprs.update(A_PER_ROW=a_per_row, W_PER_ROW=w_per_row)
     return compile_cached(kernel, target, signature=signature, constexprs=constexprs,
                           aligned=("a_scale_ptr", "w_scale_ptr", "M", "N", "K"), num_warps=cfg["num_warps"])
+
+
+# -- why W must be K-major: one fp8 wgmma, compiled both ways ------------------------------------------
+
+def _one_product_kernel():
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma
+
+    @gluon.jit
+    def one_fp8_product(c_ptr, a_layout: gl.constexpr, b_layout: gl.constexpr, acc_layout: gl.constexpr):
+        # One 64 × 64 × 32 product of e4m3 tiles in shared memory (their contents do not matter to the compiler).
+        a = gl.allocate_shared_memory(gl.float8e4nv, [64, 32], a_layout)
+        b = gl.allocate_shared_memory(gl.float8e4nv, [32, 64], b_layout)
+        acc = warpgroup_mma(a, b, gl.zeros([64, 64], gl.float32, acc_layout))
+        rows = gl.arange(0, 64, layout=gl.SliceLayout(1, acc_layout))
+        cols = gl.arange(0, 64, layout=gl.SliceLayout(0, acc_layout))
+        gl.store(c_ptr + rows[:, None] * 64 + cols[None, :], acc)
+    return one_fp8_product
+
+
+def operand_majors() -> dict:
+    """One fp8 wgmma with B's [32, 64] tile K-major in shared memory (``transposed=True``: K is the contiguous axis,
+    as a permuted N × K tile of W is) and N-major (``transposed=False``: a row of a K × N matrix), compiled for sm_90:
+    {which: the QGMMA it compiled to, or the compiler's failure}."""
+    from triton.experimental.gluon import language as gl
+
+    from ..machine import CompileFailed, compile_cached
+
+    kernel = _one_product_kernel()
+    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 32])
+    a_layout = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=8, rank=2)
+    out = {}
+    for which, b_layout in (("B K-major", gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=8, rank=2,
+                                                                transposed=True)),
+                            ("B N-major", gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2))):
+        try:
+            k = compile_cached(kernel, "sm_90", signature={"c_ptr": "*fp32"},
+                               constexprs={"a_layout": a_layout, "b_layout": b_layout, "acc_layout": acc}, num_warps=4)
+            out[which] = "compiles: " + ", ".join(f"{n} × {op}" for op, n in k.opcodes().items() if "GMMA" in op)
+        except CompileFailed as e:
+            first = e.message.splitlines()[0]
+            out[which] = f"does not compile: {first[:160]}"
+    return out

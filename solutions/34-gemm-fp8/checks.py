@@ -258,20 +258,20 @@ CHECKS = LessonChecks(
               "sentences", launcher_refuses, gpu=True),
     ],
     figures=[
-        Figure("fp8_8192", "fp8 8192³, per-tensor scales, over torch._scaled_mm", fp8.fp8_measure(8192, 8192, 8192),
+        Figure("fp8_8192", "fp8 8192³, per-tensor scales", fp8.fp8_measure(8192, 8192, 8192),
                _versus_library(0.5, 1.5, LIBRARY, 1.0), headline=True),
-        Figure("fp8_8192_per_row", "fp8 8192³, per-row scales, over torch._scaled_mm",
+        Figure("fp8_8192_per_row", "fp8 8192³, per-row scales",
                fp8.fp8_measure(8192, 8192, 8192, per_row=True), _versus_library(0.5, 1.5, LIBRARY, 1.0)),
-        Figure("sweep_fp8", "fp8 over torch._scaled_mm, lesson 32's shapes with M ≥ 2048, geomean",
+        Figure("sweep_fp8", "fp8, 4 model shapes, geomean",
                fp8.fp8_sweep_measure(SWEEP), _versus_library(0.5, 1.5, LIBRARY + "; the geomean of 4 shapes", 1.0)),
-        Figure("over_bf16_v9", "fp8 over lesson 19's bf16 v9, 8192³", fp8.over_bf16_measure("19"),
+        Figure("over_bf16_v9", "fp8 over bf16 v9, 8192³", fp8.over_bf16_measure("19"),
                Expectation(1.0, 2.2, "bf16 v9", "lesson 19's kernel at its CONFIG on the same values in bf16 (W as "
                            "w.t()), timed in pairs in the same process. Hopper's fp8 tensor cores do twice the products "
                            f"per cycle of bf16, so 2× is the ceiling and a correct kernel beats 1×; {PROVISIONAL}",
                            unit="× bf16 v9", target=CourseTarget(1.6, why="the course's target: ≥ 1.6× its bf16 "
                                                                           "kernel, as cuBLASLt's fp8 is 1.65–1.85× "
                                                                           "bf16 cuBLAS"))),
-        Figure("error_8192", "fp8 8192³, per-row scales: largest error as a fraction of the bound",
+        Figure("error_8192", "fp8 8192³, error of the bound",
                fp8.error_measure(8192, 8192, 8192),
                Expectation(None, 1.0, "the bound", "the largest |C − ref| over its element's bound (nvidia.fp8: 2^-8 of "
                            "|ref| for bf16's rounding, 2^-9 of ‖a_i‖·‖w_j‖ for the accumulation), ref the fp64 "
