@@ -134,12 +134,13 @@ def wgmma_waits(k) -> list[tuple[int, int]]:
             if i.opcode == "WARPGROUP.DEPBAR.LE"]
 
 
-def wait_depth_problem(k, in_loop: int = 1, after: int | None = 0, who: str = "the K loop") -> str | None:
+def wait_depth_problem(k, in_loop: int = 1, after: int | None = 0, who: str = "the K loop",
+                       mma: str = "HGMMA") -> str | None:
     """The operands of the wgmma waits, read off the listing (``WARPGROUP.DEPBAR.LE gsb0, 0x1`` is
     warpgroup_mma_wait(1)): exactly one wait in the K loop (the loop holding the HGMMA), of depth ``in_loop``, and,
     unless ``after`` is None, the first wait after the loop of depth ``after`` (the last products done before C is
-    stored). None, or a sentence naming the depth found."""
-    first, last = k.loop_holding("HGMMA")
+    stored). ``mma`` names the products' opcode (QGMMA for fp8, lesson 34). None, or a sentence naming the depth."""
+    first, last = k.loop_holding(mma)
     inside = [d for a, d in wgmma_waits(k) if first <= a <= last]
     following = [d for a, d in wgmma_waits(k) if a > last]
     if len(inside) != 1:

@@ -10,25 +10,33 @@ TMA_RULE = ("TMA needs the start of every row 16-byte aligned: the base address 
             "must be multiples of 16 bytes")
 
 
+# The Gluon dtype of each torch dtype the course's TMA descriptors take (gl.float8e4nv is e4m3 with NaN and no
+# infinity, torch's float8_e4m3fn: triton/language/core.py names it "fp8e4nv").
+GL_DTYPE_NAMES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float8_e4m3fn: "float8e4nv"}
+
+
 def tma_descriptor(name: str, t: torch.Tensor, block_shape: list, cga=None):
-    """A TMA descriptor for the 2D bf16/fp16 tensor ``t`` in tiles of ``block_shape`` (NVMMA-swizzled in shared
-    memory), or a ValueError naming TMA's rule and the way out. Lesson 14's ``tma_descriptor``, kept here. ``cga``
-    (lesson 33): the tile's ``cga_layout`` in a cluster, which CTA holds which part of it (``[[1, 0]]``: two CTAs
-    stacked along the first dimension; ``[[0, 0]]``: both hold all of it)."""
+    """A TMA descriptor for the 2D bf16/fp16 (or e4m3) tensor ``t`` in tiles of ``block_shape`` (NVMMA-swizzled in
+    shared memory), or a ValueError naming TMA's rule and the way out. Lesson 14's ``tma_descriptor``, kept here.
+    ``cga`` (lesson 33): the tile's ``cga_layout`` in a cluster, which CTA holds which part of it (``[[1, 0]]``: two
+    CTAs stacked along the first dimension; ``[[0, 0]]``: both hold all of it)."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    gl_dtype = gl.bfloat16 if t.dtype == torch.bfloat16 else gl.float16
+    gl_dtype = getattr(gl, GL_DTYPE_NAMES.get(t.dtype, "float16"))
     row_bytes = t.stride(0) * t.element_size()
     if row_bytes % 16 or t.data_ptr() % 16:
         found = (f"its rows are {row_bytes} bytes apart" if row_bytes % 16 else
                  f"it starts {t.data_ptr() % 16} bytes past a 16-byte boundary")
-        raise ValueError(
-            f"{name} ({t.shape[0]}×{t.shape[1]}): {found}; {TMA_RULE}. Pad K and N to multiples of "
-            f"{16 // t.element_size()} (zero columns appended to A and zero rows to B leave A·B unchanged; zero "
-            "columns appended to B give extra columns of C to slice off), or use lesson 13's cp.async kernel, "
-            "which takes any shape")
-    layout = gl.NVMMASharedLayout.get_default_for(block_shape, gl_dtype, cga_layout=[list(v) for v in cga] if cga else None)
+        if t.element_size() == 1:    # fp8 (lesson 34): one byte an element, no cp.async kernel of the course takes it
+            way_out = "Pad K to a multiple of 16 (zero columns appended to A and to W leave A·Wᵀ unchanged)"
+        else:
+            way_out = (f"Pad K and N to multiples of {16 // t.element_size()} (zero columns appended to A and zero "
+                       "rows to B leave A·B unchanged; zero columns appended to B give extra columns of C to slice "
+                       "off), or use lesson 13's cp.async kernel, which takes any shape")
+        raise ValueError(f"{name} ({t.shape[0]}×{t.shape[1]}): {found}; {TMA_RULE}. {way_out}")
+    layout = gl.NVMMASharedLayout.get_default_for(block_shape, gl_dtype,
+                                                  cga_layout=[list(v) for v in cga] if cga else None)
     try:
         return TensorDescriptor.from_tensor(t, block_shape, layout)
     except AssertionError as e:      # TensorDescriptor checks with assert: turn it into a sentence

@@ -1,0 +1,504 @@
+"""fp8 (e4m3) GEMMs on Hopper (lesson 34): what the launcher asks of its arguments, the inputs and the reference of
+its checks, the tolerance and its derivation, and the figures against ``torch._scaled_mm`` (cuBLASLt) and lesson
+19's bf16 kernel.
+
+The contract: C = A·Wᵀ scaled, C[i, j] = s_a[i] · s_w[j] · Σ_k A[i, k] · W[j, k], with A (M × K) and W (N × K, how
+``nn.Linear`` keeps its weights) in ``torch.float8_e4m3fn``, row-major, s_a and s_w fp32 of one element (per tensor)
+or one per row (M for A, N for W), C bf16 (M × N, row-major).
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+
+from ..validate import INT32_MAX, require_cuda_tensor
+
+FP8 = torch.float8_e4m3fn
+# e4m3 (torch.float8_e4m3fn, Gluon's gl.float8e4nv): 4 exponent bits of bias 7, 3 mantissa bits, no infinity, one NaN
+# pattern per sign; the largest finite value is 1.75 · 2^8 = 448 (torch.finfo(torch.float8_e4m3fn).max).
+E4M3_MAX = 448.0
+# Half an ulp of e4m3, relative, for normal values (3 mantissa bits), and its subnormal step (2^-9, torch.finfo's
+# smallest subnormal): what one rounding to e4m3 may cost.
+E4M3_HALF_ULP = 2.0**-4
+E4M3_SUBNORMAL = 2.0**-9
+# TMA reads rows that start on 16-byte boundaries: a row of A or W is K bytes of fp8, a row of C is 2·N bytes of bf16.
+K_MULTIPLE, N_MULTIPLE = 16, 8
+
+
+# -- the launcher's arguments ------------------------------------------------------------------------
+
+def _per_row(name: str, s, rows: int, what: str, on_gpu: bool) -> bool:
+    """True for a scale of one element per row (``rows`` of them), False for one element; a sentence otherwise."""
+    if s is None:
+        raise TypeError(f"{name} is missing: an fp8 GEMM needs the scale its operand was quantized with (fp32, one "
+                        f"element, or {rows} for one per {what}); quantize() returns it beside the fp8 tensor")
+    if on_gpu:
+        require_cuda_tensor(name, s)
+    elif not isinstance(s, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(s).__name__}")
+    if s.dtype != torch.float32:
+        raise TypeError(f"{name} is {s.dtype}; scales are fp32 (the epilogue multiplies the fp32 sums by them): pass "
+                        f"{name}.float()")
+    if s.numel() == 1 and s.dim() <= 2:
+        return False
+    if s.numel() == rows and tuple(s.shape) in ((rows,), (rows, 1)):
+        if not s.is_contiguous():
+            raise ValueError(f"{name} has strides {tuple(s.stride())}: the epilogue reads it as one contiguous row of "
+                             f"fp32; pass {name}.contiguous()")
+        return True
+    raise ValueError(f"{name} has shape {tuple(s.shape)}; it is one element (per tensor) or {rows} elements, shape "
+                     f"({rows},) or ({rows}, 1), one per {what}")
+
+
+def require_fp8_linear_args(a, w, a_scale, w_scale, c=None, on_gpu: bool = True):
+    """The fp8 launcher's refusals, each a sentence. Returns (M, N, K, a_per_row, w_per_row). ``on_gpu=False`` leaves
+    out the device (a CPU test of the rest)."""
+    for name, t in (("a", a), ("w", w)) + ((("c", c),) if c is not None else ()):
+        if on_gpu:
+            require_cuda_tensor(name, t)
+        elif not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be a matrix, got {t.dim()} dimensions")
+    for name, t in (("a", a), ("w", w)):
+        if t.dtype != FP8:
+            hint = ("e5m2 keeps range for gradients; this kernel multiplies e4m3 by e4m3" if t.dtype == torch.float8_e5m2
+                    else "quantize it first: x_q, scale = quantize(x) (per tensor) or quantize(x, per_row=True)")
+            raise TypeError(f"{name} is {t.dtype}; this kernel takes torch.float8_e4m3fn: {hint}")
+    M, K = a.shape
+    N, K2 = w.shape
+    if K2 != K:
+        raise ValueError(f"a is {M}×{K} but w is {N}×{K2}: C = A·Wᵀ needs W as N × K, with K = {K} columns like A "
+                         "(nn.Linear's weight: out_features × in_features)")
+    if K > 1 and a.stride(1) != 1:
+        raise ValueError(f"a has strides {tuple(a.stride())}; TMA reads A's rows, which need unit stride along K "
+                         "(row-major): pass a.contiguous()")
+    if K > 1 and w.stride(1) != 1:
+        raise ValueError(f"w has strides {tuple(w.stride())}: it is not K-major. fp8 wgmma reads both operands "
+                         "K-major from shared memory (Triton 3.9.0 transposes only 16-bit operands in shared memory), so "
+                         "W must be N × K with unit stride along K, as nn.Linear stores it; for a K × N matrix b, pass "
+                         "w = b.t().contiguous() (once, when the weights are made)")
+    if c is not None:
+        if c.dtype != torch.bfloat16:
+            raise TypeError(f"c is {c.dtype}; this kernel writes C in torch.bfloat16")
+        if tuple(c.shape) != (M, N):
+            raise ValueError(f"c is {tuple(c.shape)} but A·Wᵀ is ({M}, {N})")
+        if N > 1 and c.stride(1) != 1:
+            raise ValueError(f"c has strides {tuple(c.stride())}; TMA writes C's rows: pass a row-major c")
+    if K % K_MULTIPLE:
+        raise ValueError(f"K = {K} is not a multiple of {K_MULTIPLE}: a row of A and of W is K bytes of fp8, and TMA "
+                         f"needs every row to start on a 16-byte boundary. Pad K to {-(-K // 16) * 16} (zero columns "
+                         "appended to A and to W leave A·Wᵀ unchanged)")
+    if N % N_MULTIPLE:
+        raise ValueError(f"N = {N} is not a multiple of {N_MULTIPLE}: a row of C is N bf16 (2·N bytes), and TMA needs "
+                         f"every row to start on a 16-byte boundary. Pad W with zero rows to N = {-(-N // 8) * 8} and "
+                         "slice C's extra columns off")
+    for name, t in (("a", a), ("w", w)):
+        if t.numel() and sum((size - 1) * stride for size, stride in zip(t.shape, t.stride())) > INT32_MAX:
+            raise ValueError(f"{name} spans more than {INT32_MAX} elements; the kernel indexes with 32-bit integers")
+    a_per_row = _per_row("a_scale", a_scale, M, "row of A", on_gpu)
+    w_per_row = _per_row("w_scale", w_scale, N, "row of W (a column of C)", on_gpu)
+    return M, N, K, a_per_row, w_per_row
+
+
+# -- inputs, reference, tolerance -----------------------------------------------------------------------
+
+def fp8_inputs(M: int, N: int, K: int, per_row: bool, device="cuda", seed: int = 0, margin: int = 4096):
+    """Fresh e4m3 operands A (M × K) and W (N × K) and their fp32 scales, independent of any quantizer: the values
+    are standard normal times 64, clamped to ±448 and rounded to e4m3 (so they cover e4m3's exponents, subnormals
+    included), each matrix inside a NaN-filled buffer (a read past an end brings NaN into C); the scales are random
+    in [2^-9, 2^-5] (per tensor: one each; per row: M and N of them)."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+
+    def operand(rows):
+        values = (torch.randn(rows, K, generator=g) * 64).clamp(-E4M3_MAX, E4M3_MAX).to(FP8)
+        # 0x7F is e4m3fn's NaN; the buffer is filled as bytes (any device fills uint8).
+        buffer = torch.full((values.numel() + 2 * margin,), 0x7F, dtype=torch.uint8, device=device).view(FP8)
+        return buffer[margin: margin + values.numel()].view(rows, K).copy_(values.to(device))
+
+    def scale(n):
+        return (2.0 ** (-9 + 4 * torch.rand(n, generator=g))).to(device)
+
+    a, w = operand(M), operand(N)
+    return a, w, scale(M if per_row else 1), scale(N if per_row else 1)
+
+
+def dequantized(x_q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """x_q · scale in fp64 (one scale, or one per row)."""
+    s = scale.double().reshape(-1, 1) if scale.numel() > 1 else scale.double().reshape(())
+    return x_q.double() * s
+
+
+def reference(a, w, a_scale, w_scale) -> torch.Tensor:
+    """The product of the dequantized inputs, (A·s_a)(W·s_w)ᵀ, computed in fp64 and returned in fp32: the same sum the
+    kernel does, in exact enough arithmetic (each product of two e4m3 values is exact in fp64, and the fp64 sum's
+    error is far below the tolerance)."""
+    return (dequantized(a, a_scale) @ dequantized(w, w_scale).T).float()
+
+
+# The tolerance, |c − ref| ≤ 2^-8·|ref| + ACC_BOUND·‖a_i‖·‖w_j‖ elementwise, with a_i, w_j the dequantized rows:
+# - every product of two e4m3 values is exact (4 + 4 significant bits), and the scales multiply the finished fp32
+#   sum once (two fp32 roundings, 2^-23 relative: nothing beside the rest);
+# - the sum: Hopper's fp8 tensor cores do not accumulate in full fp32 (DeepSeek-V3's report, arXiv 2412.19437,
+#   §3.3.2, measured about 14 significant bits kept on H800), and Triton 3.9.0 on sm_90 asks for no promotion
+#   (max_num_imprecise_acc_default = 2**30 in backends/nvidia/compiler.py: every product accumulates inside wgmma).
+#   A partial sum of the dot product is at most ‖a_i‖·‖w_j‖ (Cauchy-Schwarz); rounding it to 14 bits costs at most
+#   2^-14 of that, and the K loop does K/32 such steps (one per wgmma of 32): at K = 8192, 256 steps, 2^-6 of
+#   ‖a_i‖·‖w_j‖ if every rounding went the same way. Random ones add as √(K/32): 16 steps' worth, 2^-10. ACC_BOUND =
+#   2^-9 is twice the random walk: a bound chosen from a model of the hardware, not measured (the GPU step measures
+#   the error, the figure ``error_8192``, as a fraction of this bound);
+# - rounding C to bf16: half an ulp, 2^-8 relative (bf16 keeps 8 significant bits).
+# Tight enough: with the inputs above, ‖a_i‖·‖w_j‖ is about K · 64² and |ref| about √K · 64² (times the scales), so
+# at K = 4096 the bound is 2^-9·K = 8 typical products' worth against a sum of √K = 64: a lost K step (128 products,
+# ~11 typical products' worth, larger in the many elements where it does not cancel), a scale applied twice, a row's
+# scale read at a column, each misses it by far.
+BF16_HALF_ULP = 2.0**-8
+ACC_BOUND = 2.0**-9
+
+
+def allowed_error(ref, a, w, a_scale, w_scale) -> torch.Tensor:
+    """The elementwise bound above, in fp64, shaped like C."""
+    a_norms = dequantized(a, a_scale).norm(dim=1)
+    w_norms = dequantized(w, w_scale).norm(dim=1)
+    return BF16_HALF_ULP * ref.double().abs() + ACC_BOUND * a_norms[:, None] * w_norms[None, :]
+
+
+def compare(c, ref, allowed) -> str | None:
+    """None when every element of ``c`` is within ``allowed`` of ``ref``; else one clause naming the first one out."""
+    if tuple(c.shape) != tuple(ref.shape):
+        return f"C has shape {tuple(c.shape)} instead of {tuple(ref.shape)}"
+    unwritten = torch.isnan(c)
+    if unwritten.any():
+        i, j = divmod(int(unwritten.flatten().to(torch.uint8).argmax()), c.shape[1])
+        return f"{int(unwritten.sum())} element(s) NaN (never written, or NaN read into the sum; first at [{i}, {j}])"
+    wrong = ~((c.double() - ref.double()).abs() <= allowed)
+    if not wrong.any():
+        return None
+    i, j = divmod(int(wrong.flatten().to(torch.uint8).argmax()), c.shape[1])
+    return (f"{int(wrong.sum())} element(s) out of tolerance, first at [{i}, {j}]: got {c[i, j].item():.6g}, "
+            f"expected {ref[i, j].item():.6g} ± {allowed[i, j].item():.3g}")
+
+
+def error_fraction(c, ref, allowed) -> float:
+    """The largest |c − ref| as a fraction of its element's bound: ≤ 1 passes, and how far below 1 says how much
+    room the bound leaves."""
+    return float(((c.double() - ref.double()).abs() / allowed).max())
+
+
+# -- on a GPU ------------------------------------------------------------------------------------------
+
+# Odd shapes for fp8: odd M, K and N multiples of 16 and 8 with tails past every tile edge (K = 1008: 112 past 896,
+# K = 4112: 16 past 4096, N = 136, 264, 40), a single row, and two shapes with more tiles than an H200 holds programs.
+FP8_SHAPES = ((1, 8, 16), (17, 40, 80), (128, 256, 128), (1000, 1000, 1008), (4097, 136, 1008), (256, 512, 4112),
+              (127, 264, 64), (4097, 2056, 208), (2000, 4104, 96))
+SCALE_MODES = {"per tensor": False, "per row": True}
+
+
+def check_fp8(launch, shapes=FP8_SHAPES, modes=tuple(SCALE_MODES)) -> str | None:
+    """``launch(a, w, a_scale, w_scale, c)`` on fresh inputs for each shape and scale mode, C NaN inside a guarded
+    buffer: no element left NaN, nothing written outside C, every element within ``allowed_error``."""
+    from ..measure.tensors import guarded_empty
+
+    for M, N, K in shapes:
+        for mode in modes:
+            a, w, sa, sw = fp8_inputs(M, N, K, SCALE_MODES[mode], seed=M + N + K)
+            guard = guarded_empty((M, N), torch.bfloat16)
+            launch(a, w, sa, sw, guard.tensor)
+            torch.cuda.synchronize()
+            ref = reference(a, w, sa, sw)
+            problem = compare(guard.tensor, ref, allowed_error(ref, a, w, sa, sw))
+            where = f"shape {M}×{N}×{K}, scales {mode}"
+            if problem:
+                return f"{where}: {problem}."
+            if not guard.margins_untouched():
+                return f"{where}: wrote outside C (before its first or past its last element)."
+    return None
+
+
+def correct_here(module_file: str, shapes: str) -> str | None:
+    """``check_fp8`` on the module's ``matmul`` (for a child process: a barrier that never completes hangs there)."""
+    from ..course import load_module_file
+
+    mod = load_module_file(module_file)
+    return check_fp8(lambda a, w, sa, sw, c: mod.matmul(a, w, sa, sw, c), [tuple(s) for s in json.loads(shapes)])
+
+
+def scaled_mm(a, w, a_scale, w_scale, out, fast_accum: bool = True):
+    """cuBLASLt's fp8 GEMM through torch (``torch._scaled_mm``, torch 2.11's signature: mat1, mat2, scale_a, scale_b,
+    then bias, scale_result, out_dtype, use_fast_accum by keyword), the same C: mat2 is Wᵀ (column-major, as it
+    requires), per-tensor scales of one element, per-row scales as (M, 1) and (1, N). ``fast_accum`` is the library's
+    accumulation without promotion, which is what Triton 3.9.0's wgmma does on sm_90 (see ACC_BOUND)."""
+    sa = a_scale.reshape(-1, 1) if a_scale.numel() > 1 else a_scale.reshape(())
+    sw = w_scale.reshape(1, -1) if w_scale.numel() > 1 else w_scale.reshape(())
+    return torch._scaled_mm(a, w.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=fast_accum, out=out)
+
+
+def _flops(M, N, K, ms):
+    return 2 * M * N * K / (ms * 1e-3) / 1e12
+
+
+def fp8_figure(launch, M: int, N: int, K: int, per_row: bool = False, fast_accum: bool = True, pairs: int | None = None):
+    """``launch(a, w, a_scale, w_scale, c)`` against ``torch._scaled_mm`` at one shape: the kernel checked first, then
+    both timed in interleaved pairs (do_bench medians); the figure is the median pair's ratio (the library's time
+    over the kernel's)."""
+    from ..measure.device import free_cache
+    from ..measure.timing import PAIRS, Measurement, paired_ms
+
+    a, w, sa, sw = fp8_inputs(M, N, K, per_row)
+    c = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device=a.device)
+    launch(a, w, sa, sw, c)
+    torch.cuda.synchronize()
+    ref = reference(a, w, sa, sw)
+    allowed = allowed_error(ref, a, w, sa, sw)
+    problem = compare(c, ref, allowed)
+    if problem:
+        raise AssertionError(f"the kernel is wrong on the {M}×{N}×{K} benchmark input: {problem}.")
+    error = error_fraction(c, ref, allowed)
+    library_c = torch.empty_like(c)
+    scaled_mm(a, w, sa, sw, library_c, fast_accum)
+    library_error = error_fraction(library_c, ref, allowed)
+    del ref, allowed
+    timed = paired_ms(lambda: launch(a, w, sa, sw, c), lambda: scaled_mm(a, w, sa, sw, library_c, fast_accum),
+                      pairs or PAIRS)
+    del a, w, c, library_c
+    free_cache()
+    rate, library = _flops(M, N, K, timed.kernel), _flops(M, N, K, timed.ceiling)
+    return Measurement(timed.ratio, f"{rate:.0f} TFLOPS vs torch._scaled_mm {library:.0f} TFLOPS",
+                       {"tflops": rate, "library_tflops": library, "M": M, "N": N, "K": K,
+                        "scales": "per row" if per_row else "per tensor", "fast_accum": fast_accum,
+                        "error_of_bound": round(error, 4), "library_error_of_bound": round(library_error, 4),
+                        **timed.details()})
+
+
+def fp8_measure(M: int, N: int, K: int, per_row: bool = False, fast_accum: bool = True, **config):
+    """A Figure's ``measure``: the module's ``matmul`` at one shape over ``torch._scaled_mm``."""
+    def measure(mod):
+        return fp8_figure(lambda a, w, sa, sw, c: mod.matmul(a, w, sa, sw, c, **config), M, N, K, per_row, fast_accum)
+    return measure
+
+
+def fp8_sweep_measure(shapes, **config):
+    """A Figure's ``measure``: ``fp8_figure`` at each shape; the figure is the geometric mean of the ratios."""
+    def measure(mod):
+        from ..measure.timing import Measurement
+
+        ratios, texts = {}, {}
+        for shape in shapes:
+            m = fp8_measure(*shape, **config)(mod)
+            key = "×".join(map(str, shape))
+            ratios[key], texts[key] = m.value, m.text
+        geomean = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
+        worst = min(ratios, key=ratios.get)
+        return Measurement(geomean, f"geomean {geomean:.2f}× torch._scaled_mm, worst {ratios[worst]:.2f}×",
+                           {"ratios": ratios, "texts": texts, "worst": [worst, ratios[worst]]})
+    return measure
+
+
+def over_bf16_measure(bf16_lesson: str = "19", M: int = 8192, N: int = 8192, K: int = 8192):
+    """A Figure's ``measure``: the module's fp8 ``matmul`` over lesson ``bf16_lesson``'s bf16 ``matmul`` (its own
+    CONFIG) on the same values (the fp8 inputs dequantized to bf16, W as w.t()), both checked, timed in interleaved
+    pairs; the figure is the median pair's ratio (bf16's time over fp8's)."""
+    def measure(mod):
+        from ..course import load_solution
+        from ..measure.device import free_cache
+        from ..measure.gemm import compare_gemm, reference as bf16_reference, tolerance
+        from ..measure.timing import PAIRS, Measurement, paired_ms
+
+        bf16 = load_solution(bf16_lesson)
+        a, w, sa, sw = fp8_inputs(M, N, K, per_row=False)
+        a16 = dequantized(a, sa).to(torch.bfloat16)
+        w16 = dequantized(w, sw).to(torch.bfloat16)
+        c = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device=a.device)
+        c16 = torch.full_like(c, float("nan"))
+        mod.matmul(a, w, sa, sw, c)
+        bf16.matmul(a16, w16.t(), c16)
+        torch.cuda.synchronize()
+        ref = reference(a, w, sa, sw)
+        problem = compare(c, ref, allowed_error(ref, a, w, sa, sw))
+        del ref
+        problem = problem or compare_gemm(c16, bf16_reference(a16, w16.t()), tolerance(K, torch.bfloat16))
+        if problem:
+            raise AssertionError(f"fp8 over bf16 at {M}×{N}×{K}: a kernel is wrong on the benchmark input: {problem}.")
+        timed = paired_ms(lambda: mod.matmul(a, w, sa, sw, c), lambda: bf16.matmul(a16, w16.t(), c16), PAIRS)
+        del a, w, a16, w16, c, c16
+        free_cache()
+        now, then = _flops(M, N, K, timed.kernel), _flops(M, N, K, timed.ceiling)
+        return Measurement(timed.ratio, f"fp8 {now:.0f} TFLOPS vs bf16 v9 {then:.0f} TFLOPS",
+                           {"tflops": now, "bf16_tflops": then, **timed.details()})
+    return measure
+
+
+def error_measure(M: int = 8192, N: int = 8192, K: int = 8192, per_row: bool = True):
+    """A Figure's ``measure``: the kernel's largest error against the dequantized product, as a fraction of the
+    tolerance's bound (``allowed_error``), with the relative Frobenius error and ``torch._scaled_mm``'s beside it."""
+    def measure(mod):
+        from ..measure.device import free_cache
+        from ..measure.timing import Measurement
+
+        a, w, sa, sw = fp8_inputs(M, N, K, per_row, seed=1)
+        c = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device=a.device)
+        mod.matmul(a, w, sa, sw, c)
+        library_c = scaled_mm(a, w, sa, sw, torch.empty_like(c), fast_accum=True)
+        precise_c = scaled_mm(a, w, sa, sw, torch.empty_like(c), fast_accum=False)
+        torch.cuda.synchronize()
+        ref = reference(a, w, sa, sw)
+        allowed = allowed_error(ref, a, w, sa, sw)
+        if torch.isnan(c).any():
+            raise AssertionError(f"the kernel left NaN in C at {M}×{N}×{K}")
+        norm = ref.double().norm()
+        frob = {name: float((x.double() - ref.double()).norm() / norm)
+                for name, x in (("kernel", c), ("scaled_mm_fast", library_c), ("scaled_mm", precise_c))}
+        fraction = error_fraction(c, ref, allowed)
+        details = {"relative_frobenius": frob, "scaled_mm_fast_of_bound": error_fraction(library_c, ref, allowed),
+                   "scaled_mm_of_bound": error_fraction(precise_c, ref, allowed), "M": M, "N": N, "K": K,
+                   "scales": "per row" if per_row else "per tensor"}
+        del a, w, c, library_c, precise_c, ref, allowed
+        free_cache()
+        return Measurement(fraction, f"largest error {fraction:.3f} of the bound; ‖C − ref‖/‖ref‖ = "
+                           f"{frob['kernel']:.2e} (torch._scaled_mm {frob['scaled_mm_fast']:.2e} fast, "
+                           f"{frob['scaled_mm']:.2e} promoted)", details)
+    return measure
+
+
+# -- the quantizer (on the CPU) ------------------------------------------------------------------------
+
+def _rounding_problem(what, x, x_q, scale) -> str | None:
+    """x_q · scale within one e4m3 rounding of x: half an ulp (2^-4 relative) for normal values, half the subnormal
+    step (2^-10) times the scale below them."""
+    back = dequantized(x_q, scale)
+    s = scale.double().reshape(-1, 1) if scale.numel() > 1 else scale.double().reshape(())
+    allowed = E4M3_HALF_ULP * x.double().abs() + E4M3_SUBNORMAL / 2 * s
+    wrong = ~((back - x.double()).abs() <= allowed)
+    if wrong.any():
+        i, j = divmod(int(wrong.flatten().to(torch.uint8).argmax()), x.shape[1])
+        return (f"{what}: x[{i}, {j}] = {x[i, j].item():.6g} comes back as {back[i, j].item():.6g} (x_q · scale), "
+                f"more than one e4m3 rounding away (± {allowed[i, j].item():.3g})")
+    return None
+
+
+def quantizer_problem(quantize) -> str | None:
+    """``quantize(x, per_row=False, scale=None) -> (x_q, scale)`` judged on the CPU: e4m3 out, scales of the right
+    shape, each tensor's (or row's) amax mapped to 448, every value one e4m3 rounding from x, an all-zero row kept zero,
+    and with a given scale too small for x, the values past ±448 · scale saturated to ±448 (not NaN). None, or a
+    sentence."""
+    g = torch.Generator().manual_seed(34)
+    x = torch.randn(64, 512, generator=g) * 10
+    x[3, 7] = -900.0             # a row whose largest magnitude is negative
+    x[5] = -torch.rand(512, generator=g) * 3 - 0.01     # a row of negative values only
+    x[9] = 0.0                   # an all-zero row
+    x[11] *= 1e-3                # a row of small values, subnormals once scaled per tensor
+    for per_row in (False, True):
+        what = "per row" if per_row else "per tensor"
+        try:
+            x_q, scale = quantize(x.clone(), per_row=per_row)
+        except Exception as e:  # noqa: BLE001 - a learner's exception becomes a sentence
+            return f"quantize(x, per_row={per_row}) raised {type(e).__name__}: {e}"
+        if not isinstance(x_q, torch.Tensor) or x_q.dtype != FP8 or tuple(x_q.shape) != tuple(x.shape):
+            return f"{what}: x_q must be a torch.float8_e4m3fn tensor of x's shape, got {getattr(x_q, 'dtype', x_q)}"
+        want = (x.shape[0],) if per_row else (1,)
+        if not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32 or tuple(scale.shape) != want:
+            return (f"{what}: the scale must be fp32 of shape {want}, got "
+                    f"{tuple(scale.shape) if isinstance(scale, torch.Tensor) else scale}")
+        if torch.isnan(x_q.float()).any():
+            return f"{what}: x_q holds NaN (e4m3 has no infinity: a value past 448 that is not saturated becomes NaN)"
+        peaks = x_q.float().abs().amax(dim=1) if per_row else x_q.float().abs().amax().reshape(1)
+        nonzero = (x.abs().amax(dim=1) if per_row else x.abs().amax().reshape(1)) > 0
+        if not bool((peaks[nonzero] == E4M3_MAX).all()):
+            i = int((peaks != E4M3_MAX)[nonzero].to(torch.uint8).argmax())
+            return (f"{what}: the largest |x_q| is {peaks[nonzero][i].item():g}"
+                    + (f" in row {int(nonzero.nonzero()[i])}" if per_row else "") + "; a scale taken from the amax "
+                    "(the largest magnitude, |x|, not the largest value) maps it to 448, e4m3's largest")
+        if per_row and bool(x_q[9].float().ne(0).any()):
+            return "per row: an all-zero row does not stay zero"
+        problem = _rounding_problem(what, x, x_q, scale)
+        if problem:
+            return problem
+    # A static scale, four times too small for x's amax: what lies past ±448 · scale saturates.
+    small = (x.abs().amax() / E4M3_MAX / 4).reshape(1)
+    x_q, _ = quantize(x.clone(), scale=small)
+    past = (x.abs() / small) >= E4M3_MAX
+    got = x_q.float()
+    if torch.isnan(got).any() or not bool((got[past] == E4M3_MAX * x[past].sign()).all()):
+        return ("with a given scale too small for x, the values past ±448 · scale must saturate to ±448; got "
+                f"{got[past][:4].tolist()} for {x[past][:4].tolist()}")
+    return _rounding_problem("with a given scale", x[~past.any(dim=1)], x_q[~past.any(dim=1)], small)
+
+
+# -- compiling the lesson's kernels without a GPU ------------------------------------------------------
+
+TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "GROUP_M", "LOAD_REGS")
+# What the SASS of Triton 3.9.0 calls an fp8 wgmma: QGMMA (HGMMA is the 16-bit one), shape 64 × n × 32, fp32
+# accumulator, both operands E4M3.
+QGMMA = "QGMMA.64x{n}x32.F32.E4M3.E4M3"
+
+
+def compile_fp8(mod, cfg: dict, target: str = "sm_90", a_per_row: bool = True, w_per_row: bool = True,
+                name: str = "matmul_kernel"):
+    """The module's fp8 kernel ``name`` compiled for ``target`` as the launcher calls it with configuration ``cfg``:
+    A's and W's descriptors of e4m3 tiles ([BLOCK_M, BLOCK_K] and [BLOCK_N, BLOCK_K], NVMMA-swizzled), C's of bf16
+    ([BLOCK_M, BLOCK_N]), the two scale pointers, M, N, K."""
+    from triton.experimental.gluon import language as gl
+
+    from ..machine import compile_cached, tensor_descriptor_type
+
+    def desc(dtype, gl_dtype, block):
+        return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(block, gl_dtype))
+
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    signature = {"a_desc": desc("fp8e4nv", gl.float8e4nv, [bm, bk]), "w_desc": desc("fp8e4nv", gl.float8e4nv, [bn, bk]),
+                 "c_desc": desc("bf16", gl.bfloat16, [bm, bn]), "a_scale_ptr": "*fp32", "w_scale_ptr": "*fp32",
+                 "M": "i32", "N": "i32", "K": "i32"}
+    kernel = getattr(mod, name)
+    params = kernel.arg_names if hasattr(kernel, "arg_names") else ()
+    constexprs = {k: cfg[k] for k in TILE_KEYS if k in cfg and (not params or k in params)}
+    if not params or "acc_layout" in params:
+        constexprs.update(mod.kernel_layouts(cfg["num_warps"], bn))
+    constexprs.update(A_PER_ROW=a_per_row, W_PER_ROW=w_per_row)
+    return compile_cached(kernel, target, signature=signature, constexprs=constexprs,
+                          aligned=("a_scale_ptr", "w_scale_ptr", "M", "N", "K"), num_warps=cfg["num_warps"])
+
+
+# -- why W must be K-major: one fp8 wgmma, compiled both ways ------------------------------------------
+
+def _one_product_kernel():
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma
+
+    @gluon.jit
+    def one_fp8_product(c_ptr, a_layout: gl.constexpr, b_layout: gl.constexpr, acc_layout: gl.constexpr):
+        # One 64 × 64 × 32 product of e4m3 tiles in shared memory (their contents do not matter to the compiler).
+        a = gl.allocate_shared_memory(gl.float8e4nv, [64, 32], a_layout)
+        b = gl.allocate_shared_memory(gl.float8e4nv, [32, 64], b_layout)
+        acc = warpgroup_mma(a, b, gl.zeros([64, 64], gl.float32, acc_layout))
+        rows = gl.arange(0, 64, layout=gl.SliceLayout(1, acc_layout))
+        cols = gl.arange(0, 64, layout=gl.SliceLayout(0, acc_layout))
+        gl.store(c_ptr + rows[:, None] * 64 + cols[None, :], acc)
+    return one_fp8_product
+
+
+def operand_majors() -> dict:
+    """One fp8 wgmma with B's [32, 64] tile K-major in shared memory (``transposed=True``: K is the contiguous axis,
+    as a permuted N × K tile of W is) and N-major (``transposed=False``: a row of a K × N matrix), compiled for sm_90:
+    {which: the QGMMA it compiled to, or the compiler's failure}."""
+    from triton.experimental.gluon import language as gl
+
+    from ..machine import CompileFailed, compile_cached
+
+    kernel = _one_product_kernel()
+    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 32])
+    a_layout = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=8, rank=2)
+    out = {}
+    for which, b_layout in (("B K-major", gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=8, rank=2,
+                                                                transposed=True)),
+                            ("B N-major", gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=8, rank=2))):
+        try:
+            k = compile_cached(kernel, "sm_90", signature={"c_ptr": "*fp32"},
+                               constexprs={"a_layout": a_layout, "b_layout": b_layout, "acc_layout": acc}, num_warps=4)
+            out[which] = "compiles: " + ", ".join(f"{n} × {op}" for op, n in k.opcodes().items() if "GMMA" in op)
+        except CompileFailed as e:
+            first = e.message.splitlines()[0]
+            out[which] = f"does not compile: {first[:160]}"
+    return out
