@@ -13,9 +13,14 @@ for n in "$@"; do
   spent=$(( $(date +%s) - start ))
   if [ "$spent" -gt "${NBVAL_BUDGET:-520}" ]; then echo "$n not run: $spent s spent"; continue; fi
   t0=$(date +%s)
-  timeout "${NBVAL_LIMIT:-240}" python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-      -p no:cacheprovider -q lessons/$n-*/lesson.ipynb > "$OUT/nbval-$n.log" 2>&1
+  # SIGINT first: pytest then still prints the failures it has seen (a plain kill loses every diff); the notebook's
+  # kernel is a child of its own, which the timeout does not reach: killed after each notebook, so that a cell it was
+  # still running cannot load the GPU under the next notebook's timings.
+  timeout -s INT -k 20 "${NBVAL_LIMIT:-240}" python -m pytest --nbval --nbval-current-env \
+      --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider -q -rf lessons/$n-*/lesson.ipynb \
+      > "$OUT/nbval-$n.log" 2>&1
   rc=$?
+  pkill -9 -f "ipykernel_launche[r]"; pkill -9 -f "measure[.]isolated"
   echo "$n rc=$rc in $(( $(date +%s) - t0 )) s: $(grep -E 'passed|failed' "$OUT/nbval-$n.log" | tail -1)"
   grep -E "^FAILED" "$OUT/nbval-$n.log" | head -5
 done
