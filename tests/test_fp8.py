@@ -56,3 +56,129 @@ def test_quantizer_check():
         scale = torch.where(amax > 0, amax / 448, torch.ones_like(amax))
         return (x / (scale[:, None] if per_row else scale)).clamp(-448, 448).to(fp8.FP8), scale
     assert fp8.quantizer_problem(no_abs)
+
+
+# -- the kept launch (lesson 31's machinery), on the CPU: plans built from CPU tensors, Triton's driver stood in for --
+
+def _plain(args):
+    """A launch's kernel arguments, comparable: tensors (the scales) by identity, everything else by value."""
+    return [("tensor", id(x)) if isinstance(x, torch.Tensor) else x for x in args]
+
+
+def test_plans_kept_per_signature_and_checked_once():
+    mod = load_solution("34")
+    a, w, sa, sw = fp8.fp8_inputs(256, 512, 384, per_row=True, device="cpu")
+    c = torch.empty(256, 512, dtype=torch.bfloat16)
+    p = mod.plan(a, w, sa, sw, c)
+    assert mod.plan(a, w, sa, sw, c) is p
+    assert mod.plan(a.clone(), w, sa.clone(), sw, torch.empty_like(c)) is p, "the signature holds no address"
+    a2, w2, sa2, sw2 = fp8.fp8_inputs(256, 512, 384, per_row=False, device="cpu")
+    assert mod.plan(a2, w2, sa2, sw2, c) is not p, "per-tensor scales (another scale shape) need their own plan"
+    assert mod.plan(a, w, sa, sw, c, BLOCK_K=64, STAGES=6) is not p
+    wide = torch.empty(128, 768, dtype=torch.uint8).view(fp8.FP8)        # another shape, strides
+    assert mod.plan(wide, fp8.fp8_inputs(8, 512, 768, False, device="cpu")[1], sa2, sw2,
+                    torch.empty(128, 512, dtype=torch.bfloat16)) is not p
+    storage = torch.empty(256 * 384 + 64, dtype=torch.uint8).view(fp8.FP8)
+    with pytest.raises(ValueError, match="16-byte"):                     # a new alignment: a new plan, TMA's checks
+        mod.plan(storage[1:1 + 256 * 384].view(256, 384), w, sa, sw, c)
+    with pytest.raises(TypeError, match="unknown config keys"):
+        mod.plan(a, w, sa, sw, c, BLOCK_Q=1)
+    with pytest.raises(ValueError, match="must be a multiple of 16|not a multiple of 16"):
+        mod.plan(a[:, :376], w[:, :376], sa, sw, c)
+    with pytest.raises(ValueError, match=r"\.cuda\(\)"):                 # matmul itself asks for the GPU first
+        mod.matmul(a, w, sa, sw, c)
+
+
+def test_descriptors_kept_by_address_and_holding_no_tensor():
+    import gc
+    import weakref
+
+    mod = load_solution("34")
+    a, w, sa, sw = fp8.fp8_inputs(256, 512, 384, per_row=True, device="cpu")
+    c = torch.empty(256, 512, dtype=torch.bfloat16)
+    p = mod.plan(a, w, sa, sw, c)
+    d = p.descriptors_for(a, w, c)
+    assert p.descriptors_for(a, w, c) is d
+    for which in range(3):
+        moved = [a, w, c]
+        moved[which] = moved[which].clone()
+        d2 = p.descriptors_for(*moved)
+        assert d2 is not d and [x.base.data_ptr() for x in d2] == [t.data_ptr() for t in moved]
+    for desc, t in zip(d, (a, w, c)):
+        assert list(desc.shape) == list(t.shape) and list(desc.strides) == list(t.stride())
+    a3 = a.clone()
+    watched = weakref.ref(a3)
+    p.descriptors_for(a3, w, c)
+    del a3
+    gc.collect()
+    assert watched() is None, "a kept descriptor holds the tensor, not its address"
+
+
+def test_kept_launch_encodes_once_and_follows_addresses():
+    """Triton's own launcher (CudaLauncher around driver.c's launch) with the driver's two calls stood in for: the
+    plan's launch hands driver.c what CompiledKernel.run would, encodes A's, W's and C's CUtensorMaps once, encodes C's
+    anew when C moves, and passes the scales as pointers, with no encoding, wherever they are."""
+    from gluon_course.nvidia.launch import RawLaunch, StubDriver, stub_compiled
+
+    mod = load_solution("34")
+    a, w, sa, sw = fp8.fp8_inputs(256, 512, 384, per_row=True, device="cpu")
+    c = torch.empty(256, 512, dtype=torch.bfloat16)
+    p = mod.plan(a, w, sa, sw, c, programs=3)
+    compiled = fp8.compile_fp8(mod, mod.CONFIG, "sm_90", True, True)
+    with StubDriver() as driver:
+        k = stub_compiled(mod.matmul_kernel, compiled, descriptors=("a_desc", "w_desc", "c_desc"),
+                          num_warps=p.num_warps)
+        p.launcher.compiled, p.launcher.raw = k, RawLaunch.of(k)
+        p.grid, p.stream = (3, 1, 1), driver.get_current_stream
+        assert p.launcher.raw is not None
+        p.launch(a, w, sa, sw, c)
+        p.launch(a, w, sa, sw, c)
+        assert driver.encodings == 3, "a kept descriptor set is encoded on its first launch only"
+        k.run(3, 1, 1, 0, k.function, k.packed_metadata, None, None, None, *p.descriptors_for(a, w, c), sa, sw, *p.rest)
+        ours, triton_s = driver.launches[1][-1], driver.launches[2][-1]
+        assert _plain(ours) == _plain(triton_s)
+        assert driver.launches[1][0] == 3
+        assert driver.encodings == 6              # Triton's own run encodes the set again: what the plan saves
+        moved = c.clone()
+        p.launch(a, w, sa, sw, moved)
+        maps = [x for x in driver.launches[-1][-1] if isinstance(x, tuple) and len(x) == 8]
+        assert driver.encodings == 9 and len(maps) == 3 and maps[2][0] == moved.data_ptr()
+        sa2, sw2 = sa.clone(), sw.clone()
+        p.launch(a, w, sa2, sw2, c)
+        assert driver.encodings == 9, "scales at new addresses need no new encoding"
+        args = driver.launches[-1][-1]
+        assert any(x is sa2 for x in args) and any(x is sw2 for x in args) and not any(x is sa for x in args)
+
+
+# -- the GPU session's correctness step (a), what can be shown here -------------------------------------------------
+
+def _session():
+    import importlib.util
+
+    from gluon_course.course import repo_root
+
+    spec = importlib.util.spec_from_file_location("fp8_session", repo_root() / "tools/gpu/fp8_session.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_step_a_compares_the_library_only_on_shapes_it_takes():
+    session = _session()
+    assert all(fp8.scaled_mm_refuses(*shape) is None for shape in session.SCALED_MM_CASES)
+    said = fp8.scaled_mm_refuses(1000, 1000, 1008)            # the trial's case: torch 2.11 refused its mat2
+    assert said and "N = 1000" in said and "M = 1000" in said and "fp8.reference" in said
+    for M, N, K in fp8.FP8_SHAPES:                              # the kernel's own: against the fp64 reference only
+        assert K % fp8.K_MULTIPLE == 0 and N % fp8.N_MULTIPLE == 0
+    assert any(fp8.scaled_mm_refuses(*shape) for shape in fp8.FP8_SHAPES)
+
+
+def test_step_a_reports_a_failing_case_and_keeps_going(tmp_path):
+    import json
+
+    session = _session()
+    out, path = {}, tmp_path / "a.json"
+    assert session._case(out, path, "one", lambda: 1 / 0).startswith("raised ZeroDivisionError")
+    assert session._case(out, path, "two", lambda: None) == "passed"
+    saved = json.loads(path.read_text())
+    assert saved["one"].startswith("raised") and saved["two"] == "passed" and set(saved["seconds"]) == {"one", "two"}

@@ -225,11 +225,40 @@ def correct_here(module_file: str, shapes: str) -> str | None:
     return check_fp8(lambda a, w, sa, sw, c: mod.matmul(a, w, sa, sw, c), [tuple(s) for s in json.loads(shapes)])
 
 
+# What torch._scaled_mm asks of the shapes on CUDA, in _scaled_mm_out_cuda (aten/src/ATen/native/cuda/ScaledBlas.cpp,
+# where _scaled_mm moved from Blas.cpp; read at pytorch commit 0174dfab, whose checks give word for word the message
+# torch 2.11.0 raised on the H200 in the first trial, "mat2 shape (1008x1000) must be divisible by 16"):
+#     TORCH_CHECK(mat1.sizes()[1] % 16 == 0, "Expected trailing dimension of mat1 to be divisible by 16 ...");
+#     TORCH_CHECK(mat2.sizes()[0] % 16 == 0 && mat2.sizes()[1] % 16 == 0, "mat2 shape (...) must be divisible by 16");
+# mat1 is A (M × K), mat2 is Wᵀ (K × N): K and N multiples of 16. M is not checked there; the course's cases against
+# the library keep it a multiple of 16 too (both dimensions of every operand and of C), so that a later version's
+# check on M would not stop them. The CPU build the course pins (torch 2.13) does not check these: the notebook's CPU
+# cells multiply 17 × 40 × 80 with it. The kernel's own odd shapes (odd M, N a multiple of 8) are compared with
+# ``reference`` only.
+SCALED_MM_MULTIPLE = 16
+
+
+def scaled_mm_refuses(M: int, N: int, K: int) -> str | None:
+    """None for a shape the course compares with ``torch._scaled_mm`` on CUDA (M, N, K multiples of 16, as above);
+    else a sentence saying which is not and what to compare with instead."""
+    off = [f"{name} = {v}" for name, v in (("M", M), ("N", N), ("K", K)) if v % SCALED_MM_MULTIPLE]
+    if not off:
+        return None
+    return (f"{', '.join(off)} not a multiple of {SCALED_MM_MULTIPLE}: torch._scaled_mm on CUDA refuses a mat2 (Wᵀ, "
+            f"K × N) whose dimensions are not multiples of 16 (and the course keeps M one too); compare the kernel "
+            f"with fp8.reference at {M}×{N}×{K}, or use a shape of multiples of 16 against the library")
+
+
 def scaled_mm(a, w, a_scale, w_scale, out, fast_accum: bool = True):
     """cuBLASLt's fp8 GEMM through torch (``torch._scaled_mm``, torch 2.11's signature: mat1, mat2, scale_a, scale_b,
     then bias, scale_result, out_dtype, use_fast_accum by keyword), the same C: mat2 is Wᵀ (column-major, as it
     requires), per-tensor scales of one element, per-row scales as (M, 1) and (1, N). ``fast_accum`` is the library's
-    accumulation without promotion, which is what Triton 3.9.0's wgmma does on sm_90 (see ACC_BOUND)."""
+    accumulation without promotion, which is what Triton 3.9.0's wgmma does on sm_90 (see ACC_BOUND). On CUDA, a shape
+    ``scaled_mm_refuses`` is refused here with its sentence, before torch's own check."""
+    if a.is_cuda:
+        problem = scaled_mm_refuses(a.shape[0], w.shape[0], a.shape[1])
+        if problem:
+            raise ValueError(problem)
     sa = a_scale.reshape(-1, 1) if a_scale.numel() > 1 else a_scale.reshape(())
     sw = w_scale.reshape(1, -1) if w_scale.numel() > 1 else w_scale.reshape(())
     return torch._scaled_mm(a, w.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=fast_accum, out=out)

@@ -9,6 +9,8 @@ hold a layer's values as they are: its largest finite number is 448 and it keeps
 (one per tensor, or one per row). The kernel multiplies fp8 by fp8 into fp32, as lesson 19's does bf16, and applies the
 scales once per tile, in the epilogue: C = (s_a · s_w) ⊙ (A_q · W_qᵀ), written in bf16.
 """
+from collections import OrderedDict
+
 import torch
 import triton
 from triton.experimental import gluon
@@ -17,6 +19,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout, allocate_tensor_memory, tcgen05_mma
 
+from gluon_course.nvidia import launch as kept
 from gluon_course.nvidia.fp8 import E4M3_MAX, require_fp8_linear_args
 from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 
@@ -148,36 +151,102 @@ def matmul_kernel(a_desc, w_desc, c_desc, a_scale_ptr, w_scale_ptr, M, N, K, BLO
         mbarrier.invalidate(empty.index(s))
 
 
+# matmul_kernel's arguments after the descriptors, scales and sizes, in its parameters' order (constexprs included:
+# driver.c skips them, as for CompiledKernel.run).
+CONSTEXPR_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout", "STAGES", "GROUP_M", "LOAD_REGS", "A_PER_ROW",
+                   "W_PER_ROW")
+
+
+class Plan:
+    """One signature's launch, kept as lesson 31 keeps it (``gluon_course.nvidia.launch``): the checks run once, when
+    the plan is built (the arguments' device aside: ``matmul`` checks it first), the configuration, layouts and grid;
+    the descriptors of A, W and C kept by the three addresses and their CUtensorMaps encoded once (``kept.KeptLaunch``).
+    The scales are plain pointers: the kernel reads them through ``a_scale_ptr`` and ``w_scale_ptr``, so a scale at
+    another address needs nothing rebuilt (its shape, dtype and alignment are in the signature)."""
+
+    def __init__(self, a, w, a_scale, w_scale, c, config: dict, programs=None):
+        M, N, K, a_per_row, w_per_row = require_fp8_linear_args(a, w, a_scale, w_scale, c, on_gpu=False)
+        self.M, self.N, self.K = M, N, K
+        self.empty, self.zero_c = M == 0 or N == 0 or K == 0, K == 0 and M > 0 and N > 0
+        self.descriptors = OrderedDict()
+        self.stream = None                   # Triton's reader of torch's current stream, at the first launch
+        if self.empty:
+            return
+        unknown = set(config) - set(CONFIG)
+        if unknown:
+            raise TypeError(f"unknown config keys {sorted(unknown)}; matmul takes {sorted(CONFIG)} and programs")
+        if programs is not None and not (isinstance(programs, int) and programs >= 1):
+            raise ValueError(f"programs={programs!r}: a positive number of programs, or None for one per SM")
+        cfg = {**CONFIG, **config}
+        self.num_warps = cfg.pop("num_warps")
+        BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+        require_wgmma_tile(BM, BN, BK, self.num_warps, cfg["STAGES"])
+        self.blocks = ([BM, BK], [BN, BK], [BM, BN])
+        for name, t, block in (("a", a, self.blocks[0]), ("w", w, self.blocks[1]), ("c", c, self.blocks[2])):
+            tma_descriptor(name, t, block)                     # TMA's rules, each with its sentence
+        self.layouts = tuple(gl.NVMMASharedLayout.get_default_for(block, dtype) for block, dtype in
+                             zip(self.blocks, (gl.float8e4nv, gl.float8e4nv, gl.bfloat16)))
+        self.tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
+        self.programs = programs
+        self.grid = None
+        constexprs = {**cfg, **kernel_layouts(self.num_warps, BN), "A_PER_ROW": a_per_row, "W_PER_ROW": w_per_row}
+        self.rest = (M, N, K, *(constexprs[name] for name in CONSTEXPR_ORDER))
+        self.launcher = kept.KeptLaunch(matmul_kernel, self.num_warps)
+
+    def descriptors_for(self, a, w, c):
+        """A's, W's and C's descriptors, kept by the three addresses (at most DESCRIPTORS_KEPT sets)."""
+        key = (a.data_ptr(), w.data_ptr(), c.data_ptr())
+        found = self.descriptors.get(key)
+        if found is not None:
+            self.descriptors.move_to_end(key)
+            return found
+        return kept.keep(self.descriptors, key, kept.host_descriptors((a, w, c), self.blocks, self.layouts),
+                         kept.DESCRIPTORS_KEPT)
+
+    def launch(self, a, w, a_scale, w_scale, c) -> None:
+        descs = self.descriptors_for(a, w, c)
+        if self.stream is None:
+            require_hopper(a)
+            sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+            self.grid = (min(self.tiles, self.programs or sms), 1, 1)
+            self.stream = triton.runtime.driver.active.get_current_stream
+        self.launcher(self.grid[0], self.stream(a.device.index), descs, (a_scale, w_scale, *self.rest))
+
+
+_PLANS = OrderedDict()
+
+
+def plan(a, w, a_scale, w_scale, c, programs=None, **config) -> Plan:
+    """The kept plan for these arguments' signature (shapes, strides, dtypes, devices, 16-byte alignment of A, W, C
+    and both scales), the configuration and ``programs``; built, with every check, the first time."""
+    key = (kept.signature(a, w, c, a_scale, w_scale), tuple(sorted(config.items())), programs)
+    found = _PLANS.get(key)
+    if found is None:
+        found = kept.keep(_PLANS, key, Plan(a, w, a_scale, w_scale, c, config, programs), kept.PLANS_KEPT)
+    else:
+        _PLANS.move_to_end(key)
+    return found
+
+
 def matmul(a, w, a_scale, w_scale, c=None, programs=None, **config):
     """C = (A·Wᵀ) scaled, in bf16; returns ``c``. A (M × K) and W (N × K, nn.Linear's layout) are e4m3
     (torch.float8_e4m3fn), row-major; ``a_scale`` fp32 of one element or M (per row of A), ``w_scale`` of one or N
     (per row of W: per column of C); C[i, j] = a_scale[i] · w_scale[j] · Σ_k A[i, k] · W[j, k]. K must be a multiple of
-    16 and N of 8 (TMA's 16-byte rows). Hopper only (sm_90). ``programs`` sets the grid (default: one per SM)."""
-    M, N, K, a_per_row, w_per_row = require_fp8_linear_args(a, w, a_scale, w_scale, c)
+    16 and N of 8 (TMA's 16-byte rows). Hopper only (sm_90). ``programs`` sets the grid (default: one per SM). A call
+    with the signature of an earlier one reuses its plan (``plan``): no check, descriptor or encoding is redone."""
+    tensors = (a, w, a_scale, w_scale) + ((c,) if c is not None else ())
+    if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
+        require_fp8_linear_args(a, w, a_scale, w_scale, c)             # the sentence for what is not on the GPU
     if c is None:
-        c = torch.empty((M, N), dtype=torch.bfloat16, device=a.device)
-    if M == 0 or N == 0:
+        if a.dim() != 2 or w.dim() != 2:
+            require_fp8_linear_args(a, w, a_scale, w_scale)            # "must be a matrix"
+        c = torch.empty((a.shape[0], w.shape[0]), dtype=torch.bfloat16, device=a.device)
+    p = plan(a, w, a_scale, w_scale, c, programs, **config)
+    if p.empty:
+        if p.zero_c:
+            c.zero_()
         return c
-    if K == 0:
-        return c.zero_()
-    unknown = set(config) - set(CONFIG)
-    if unknown:
-        raise TypeError(f"unknown config keys {sorted(unknown)}; matmul takes {sorted(CONFIG)} and programs")
-    if programs is not None and not (isinstance(programs, int) and programs >= 1):
-        raise ValueError(f"programs={programs!r}: a positive number of programs, or None for one per SM")
-    require_hopper(a)
-    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    cfg = {**CONFIG, **config}
-    num_warps = cfg.pop("num_warps")
-    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], num_warps, cfg["STAGES"])
-    a_desc = tma_descriptor("a", a, [cfg["BLOCK_M"], cfg["BLOCK_K"]])
-    w_desc = tma_descriptor("w", w, [cfg["BLOCK_N"], cfg["BLOCK_K"]])
-    c_desc = tma_descriptor("c", c, [cfg["BLOCK_M"], cfg["BLOCK_N"]])
-    tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
-    grid = (min(tiles, programs or sms),)
-    matmul_kernel[grid](a_desc, w_desc, c_desc, a_scale, w_scale, M, N, K, **cfg,
-                        **kernel_layouts(num_warps, cfg["BLOCK_N"]), A_PER_ROW=a_per_row, W_PER_ROW=w_per_row,
-                        num_warps=num_warps)
+    p.launch(a, w, a_scale, w_scale, c)
     return c
 
 

@@ -1,10 +1,13 @@
-# Lesson 34 (fp8 on Hopper) on one H200, about 4 minutes: (a) correctness and the accuracy figure, (b) tile candidates
-# timed in interleaved pairs against torch._scaled_mm and lesson 19's bf16 v9, (c) the recording, only if (a) passed.
+# Lesson 34 (fp8 on Hopper) on one H200, at most about 160 s: (a) correctness, case by case (≤ 60 s), and the accuracy
+# figure; (b) CONFIG and one alternative tile timed in interleaved pairs against torch._scaled_mm, CONFIG over lesson
+# 19's bf16 v9 at 8192³ (≤ 90 s). The recording, `python -m gluon_course record 34`, is tools/gpu/record-fp8.sh, a
+# separate run: estimated at 130-150 s (see there), it does not fit beside (a) and (b) in 240 s with any margin, and a
+# recording stopped by its limit writes no notebook at all.
 #
 #   source .device/activate.sh && export PYTHONPATH=$PWD:$PYTHONPATH GLUON_COURSE_COMMIT=<sha> && OUT=$OUT bash tools/gpu/session-fp8.sh
 #
-# Logs and JSON land in $OUT; the recorded notebook and results/ are packed into $OUT/recorded.tgz. Nothing else may
-# use the GPU meanwhile. SKIP_RECORD=1 leaves (c) out.
+# Logs and JSON land in $OUT (a-correct.json is written after every case of (a), so a stopped step leaves what it
+# found). Nothing else may use the GPU meanwhile: apps.txt lists what nvidia-smi saw at the start.
 set -u
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD:${PYTHONPATH:-}
@@ -12,28 +15,22 @@ export GLUON_COURSE_COMMIT=${GLUON_COURSE_COMMIT:-$(git rev-parse --short=10 HEA
 nvidia-smi --query-compute-apps=pid,name --format=csv,noheader > "$OUT/apps.txt" 2>&1
 step() { local name=$1 limit=$2; shift 2; local t0=$(date +%s); timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
          local rc=$?; echo "$name rc=$rc $(( $(date +%s) - t0 )) s" | tee -a "$OUT/steps.txt"; return $rc; }
-step a-correct 60 python tools/gpu/fp8_session.py correct "$OUT/a-correct.json"; a_rc=$?
-step b-time 100 python tools/gpu/fp8_session.py time "$OUT/b-time.json"
-if [ "$a_rc" = 0 ] && [ "${SKIP_RECORD:-0}" != 1 ]; then
-    step c-record 75 python -m gluon_course record 34
-    tar -czf "$OUT/recorded.tgz" lessons/34-gemm-fp8/lesson.ipynb results/*.json
-else
-    echo "c-record skipped (a rc=$a_rc, SKIP_RECORD=${SKIP_RECORD:-0})" | tee -a "$OUT/steps.txt"
-fi
+step a-correct 60 python tools/gpu/fp8_session.py correct "$OUT/a-correct.json"
+step b-time 90 python tools/gpu/fp8_session.py time "$OUT/b-time.json"
 # The short table: what (a) found, then each shape's candidates (× torch._scaled_mm with fast accumulation).
 python - "$OUT" <<'PY'
 import json, os, sys
 out = sys.argv[1]
 try:
     a = json.load(open(os.path.join(out, "a-correct.json")))
-    print("torch", a["torch"], "| e4m3 cast of [447, 500, 1e6, inf] on cuda:", a["e4m3_cast_cuda"])
-    for k in ("correct_fp8_shapes", "launcher_refuses"):
-        print(f"{k}: {str(a[k])[:160]}")
-    print("error_8192:", a["error_8192"]["text"])
+    print("torch", a.get("torch"), "| e4m3 cast of [447, 500, 1e6, inf] on cuda:", a.get("e4m3_cast_cuda"))
+    print("(a) passed:", a.get("passed", "not finished"), "|", a.get("correct_fp8_shapes", "kernel cases not finished"))
     for k, v in a.items():
-        if k.startswith("scaled_mm_"):
-            print(f"{k}: {str(v)[:120]}")
-except (OSError, KeyError, ValueError) as e:
+        if k.startswith(("scaled_mm ", "kernel ", "launcher_refuses")) and v != "passed":
+            print(f"  {k}: {str(v)[:140]}")
+    e = a.get("error_8192")
+    print("error_8192:", e["text"] if isinstance(e, dict) else e)
+except (OSError, ValueError) as e:
     print("(a) left no result:", e)
 try:
     b = json.load(open(os.path.join(out, "b-time.json")))
