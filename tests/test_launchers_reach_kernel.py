@@ -4,7 +4,9 @@ The empty-product test stops each launcher before any device work; this one lets
 CPU tensors pass the "must be on a GPU" rule, the GPU-only helpers answer as an H200 or an MI355 would, and every
 @gluon.jit / @triton.jit kernel in the lesson's module is replaced by a recorder. A launcher passes when it launches
 one of them on a grid of positive ints with launch options (num_warps, num_ctas, num_stages) that are ints, not a
-``gl.constexpr``: lesson 33's first GPU run failed there (``num_warps=constexpr[4]``), in Python no CPU test had run."""
+``gl.constexpr``: lesson 33's first GPU run failed there (``num_warps=constexpr[4]``), in Python no CPU test had run.
+Lessons 31, 32 and 34 launch through ``nvidia.launch`` (maps encoded once, driver.c's launch): their tests drive that
+path with the toolkit's stub driver instead (tests/test_fp8.py, and lessons 31 and 32's encoded_launch checks)."""
 from __future__ import annotations
 
 import types
