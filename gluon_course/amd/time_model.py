@@ -238,6 +238,7 @@ class Prediction:
     lds_ways: float = 1.0          # the reads' worst bank conflict the run was given
     latency: float = 0.0           # the memory round trip the run took
     busy: list = field(default_factory=list, repr=False)     # the MFMA pipe's busy spans over the trip's clocks
+    carried: list = field(default_factory=list, repr=False)  # events of earlier trips whose units reach into this one
 
     @property
     def step_clocks(self) -> float:
@@ -425,8 +426,9 @@ def run(instructions, machine: Machine = GFX950, trips: int = 6, lds_ways: float
     lo, hi = starts[last], starts[last + 1]
     busy = [(max(e.start, lo), min(e.end, hi)) for e in wave.events if e.kind == "mfma" and e.end > lo and e.start < hi]
     stalls = [Stall(last, s.reason, max(s.start, lo), min(s.end, hi)) for s in wave.stalls if s.end > lo and s.start < hi]
+    carried = [e for e in wave.events if e.trip < last and e.kind in ("mfma", "lds", "vmem") and e.end > lo]
     return Prediction(machine.target, steps, hi - lo, mfma, mine, stalls, lo,
-                      budget(instructions, machine, lds_ways, steps, latency), lds_ways, latency, busy)
+                      budget(instructions, machine, lds_ways, steps, latency), lds_ways, latency, busy, carried)
 
 
 def budget(instructions, machine: Machine = GFX950, lds_ways: float = 1.0, steps: int = 1,
