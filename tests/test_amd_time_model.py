@@ -192,3 +192,11 @@ def test_the_strips_a_wave_of_grouped_tiles_touches_and_the_best_group_sizes():
         assert xcd.most_strips(rows, cols) == model, gm
     with pytest.raises(ValueError):
         xcd.grouped_strips(0, 4)
+
+
+def test_a_gfx942_constant_carried_over_from_gfx950_says_it_is_assumed():
+    for k in tm.GFX942.constants():
+        carried = k.source.startswith("gfx950's")
+        assert carried == ("assumed" in k.source), k
+        if carried:
+            assert k.value == next(g.value for g in tm.GFX950.constants() if g.name == k.name), k
