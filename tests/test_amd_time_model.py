@@ -154,7 +154,26 @@ def test_the_budget_box_and_the_lanes():
         assert line in box
     fig = amd.step_chart({"v4": p}, "v4")
     assert len(fig.axes) == 1 and [t.get_text() for t in fig.axes[0].get_yticklabels()] == \
-        ["waiting", "copies (TCP)", "LDS reads", "MFMA"]
+        ["issue slot", "MFMA pipe 52%", "LDS 13%", "vector memory (TCP) 26%"]
+    # The trip's end is marked, and the legend names every kind of wait.
+    assert [line.get_xdata()[0] for line in fig.axes[0].lines] == [p.trip_clocks]
+    assert {t.get_text() for t in fig.legends[0].get_texts()} >= {f"waiting: {r}" for r in amd.charts.STALL_COLOURS}
+
+
+def test_the_lanes_of_a_steady_trip_cover_the_window_and_nothing_past_it():
+    from gluon_course.amd import charts
+
+    p, _ = amd.lesson_prediction("24")
+    lanes = charts.step_lanes(p)
+    # The MFMA lane is the pipe's busy spans over the window: its share is the model's share of the peak.
+    assert lanes["busy"]["MFMA pipe"] == pytest.approx(p.mfma_busy, abs=1e-9)
+    for lane in charts.STEP_LANES[1:]:
+        assert all(0 <= a and a + w <= p.trip_clocks + 1e-9 for a, w in lanes[lane])
+    # One issue tick per instruction of the trip; the waits' clocks are the stalls'.
+    assert len(lanes["issue"]) == len(p.events)
+    assert sum(w for _, w, _ in lanes["stalls"]) == pytest.approx(sum(s.end - s.start for s in p.stalls))
+    # Lesson 24's sixteen copies are taken by the TCP in two runs of 8 (the 8 KiB a wave may have in flight).
+    assert len(lanes["vector memory (TCP)"]) == 16
 
 
 # -- lesson 29's group size from a count ----------------------------------------------------------------------
@@ -173,3 +192,11 @@ def test_the_strips_a_wave_of_grouped_tiles_touches_and_the_best_group_sizes():
         assert xcd.most_strips(rows, cols) == model, gm
     with pytest.raises(ValueError):
         xcd.grouped_strips(0, 4)
+
+
+def test_a_gfx942_constant_carried_over_from_gfx950_says_it_is_assumed():
+    for k in tm.GFX942.constants():
+        carried = k.source.startswith("gfx950's")
+        assert carried == ("assumed" in k.source), k
+        if carried:
+            assert k.value == next(g.value for g in tm.GFX950.constants() if g.name == k.name), k

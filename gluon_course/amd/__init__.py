@@ -22,8 +22,8 @@ operations in the host model). The package exports the public names of its modul
 ``from gluon_course.amd import mfma_layouts, budget_check`` without knowing which module holds which.
 """
 from . import amdgcn, time_model
-from .charts import (AMD_LESSONS, MFMA_PER_STEP, MIX_COLOURS, issue_chart, mix_chart, mix_table, mixes,
-                     register_chart, step_chart, time_chart, vendor_chart, version_label, xcd_map)
+from .charts import (AMD_LESSONS, MFMA_PER_STEP, MIX_COLOURS, issue_chart, lesson_step_chart, mix_chart, mix_table,
+                     mixes, register_chart, step_chart, time_chart, vendor_chart, version_label, xcd_map)
 from .checks import (ANY_K_MODEL_SHAPES, FILES, HOST_MODEL_TITLE, MODEL_SHAPES, BudgetFacts, accumulator_check,
                      budget_check, config_check, copy_wait_check, group_size_check, host_model_check, lesson_prediction, loop_check,
                      loop_waits_check, masked_check, model_check, model_launch, order_check, prologue_check,

@@ -8,6 +8,9 @@ typed-in numbers:
   the MFMAs (lesson 25) or how the copies cluster (lesson 28) is seen at a glance.
 * ``register_chart``: arch VGPRs and AGPRs per lane of each version against the 512 a lane has (lessons 26-27).
 * ``xcd_map``: a grid of tiles of C coloured by the XCD that computes each, under an order (lesson 29).
+* ``step_chart``, ``lesson_step_chart``: the time model's steady trip of the K loop as lanes over time (the wave's issue
+  slot and its waits, the MFMA pipe, the LDS, the vector memory path), version under version (lessons 20-29);
+  ``time_chart``: the model's share of the MFMA peak per version beside AMD's figure.
 """
 from __future__ import annotations
 
@@ -208,47 +211,112 @@ def xcd_map(orders: dict, num_pid_m: int, num_pid_n: int, title: str, xcds: int 
 
 # -- the time model's pictures -----------------------------------------------------------------------------------
 
-STALL_COLOURS = {"vmcnt": "#E45756", "lgkmcnt": "#FF9DA6", "VMEM queue": "#F58518", "LDS queue": "#72B7B2",
+STALL_COLOURS = {"vmcnt": "#E45756", "lgkmcnt": "#FF9DA6", "VMEM queue": "#F58518", "LDS queue": "#8E6C8A",
                  "MFMA pipe": "#C6DBEF"}
+
+# The lanes of ``step_chart``, top to bottom: the wave's issue slot, then the units it keeps busy.
+STEP_LANES = ("issue slot", "MFMA pipe", "LDS", "vector memory (TCP)")
+_UNIT_OF = {"mfma": "MFMA pipe", "lds": "LDS", "vmem": "vector memory (TCP)"}
+_ISSUE_COLOURS = {"mfma": MIX_COLOURS["MFMA"], "lds": MIX_COLOURS["LDS read"], "vmem": MIX_COLOURS["buffer load → LDS"],
+                  "wait": "#000000"}
+
+
+def _clipped(spans, lo: float, hi: float) -> list[tuple[float, float]]:
+    return [(max(a, lo), min(b, hi) - max(a, lo)) for a, b in spans if b > lo and a < hi]
+
+
+def step_lanes(p) -> dict:
+    """What ``step_chart`` draws for one ``time_model.Prediction``, in clocks from the start of the steady trip (the
+    window ``[0, p.trip_clocks]``): per lane, the ``(start, width)`` spans of the units' work (earlier trips' work that
+    reaches into the window included, this trip's cut at its end); ``"issue"``: ``(clock, kind)`` per instruction;
+    ``"stalls"``: ``(start, width, reason)`` per wait; ``"busy"``: each unit's busy share of the window."""
+    from .time_model import MACHINES
+
+    t0, T = p.start, p.trip_clocks
+    issue = MACHINES[p.target].issue.value
+    out = {lane: [] for lane in STEP_LANES[1:]}
+    for e in list(p.carried) + list(p.events):
+        lane = _UNIT_OF.get(e.kind)
+        if lane:
+            out[lane].append((e.start - t0, e.end - t0))
+    for lane in out:
+        out[lane] = _clipped(sorted(out[lane]), 0.0, T)
+    busy = {}
+    for lane, spans in out.items():
+        covered, cursor = 0.0, 0.0
+        for a, w in spans:
+            a, b = max(a, cursor), a + w
+            if b > a:
+                covered, cursor = covered + b - a, b
+        busy[lane] = covered / T
+    out["issue"] = [(e.issue - t0, e.kind, issue) for e in p.events]
+    out["stalls"] = [(s.start - t0, s.end - s.start, s.reason) for s in p.stalls if s.end > s.start]
+    out["busy"] = busy
+    return out
 
 
 def step_chart(predictions: dict, title: str, width: float = 11.0):
-    """The steady trip of the K loop of each version as lanes over time (``{"v4": time_model.Prediction, ...}``, first
-    at the top): the MFMA pipe busy, the LDS serving the wave's reads, the TCP taking its copies, and the wave waiting
-    (on ``s_waitcnt vmcnt`` / ``lgkmcnt``, on a full queue of copies or of LDS reads, on the MFMA pipe). An unrolled
-    loop's trip covers two K steps; every panel is drawn on one clock axis."""
+    """The steady trip of the K loop of each version as lanes over time (``{"v4": time_model.Prediction, ...}``, one
+    panel each, first at the top, on one clock axis): the wave's issue slot (a tick per instruction, coloured MFMA, LDS
+    read, copy, ``s_waitcnt`` or other; hatched where the wave waits, coloured by what for: ``vmcnt``, ``lgkmcnt``, a
+    full queue of copies or of LDS reads, the MFMA pipe), then the MFMA pipe, the LDS and the vector memory path (the
+    TCP taking each copy), each with its busy share of the trip. A dashed line marks where the next trip begins; an
+    unrolled loop's trip covers two K steps."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
-    lanes = ("MFMA", "LDS reads", "copies (TCP)", "waiting")
-    fig, axes = plt.subplots(len(predictions), 1, figsize=(width, 1.45 * len(predictions) + 1.3), squeeze=False,
+    n = len(STEP_LANES)
+    fig, axes = plt.subplots(len(predictions), 1, figsize=(width, 1.5 * len(predictions) + 1.5), squeeze=False,
                              sharex=True)
     longest = max(p.trip_clocks for p in predictions.values())
+    unit_colours = {"MFMA pipe": MIX_COLOURS["MFMA"], "LDS": MIX_COLOURS["LDS read"],
+                    "vector memory (TCP)": MIX_COLOURS["buffer load → LDS"]}
     for ax, (label, p) in zip(axes[:, 0], predictions.items()):
-        spans = {lane: [] for lane in lanes}
-        for e in p.events:
-            lane = {"mfma": "MFMA", "lds": "LDS reads", "vmem": "copies (TCP)"}.get(e.kind)
-            if lane:
-                spans[lane].append((e.start - p.start, e.end - e.start))
-        colours = {"MFMA": MIX_COLOURS["MFMA"], "LDS reads": MIX_COLOURS["LDS read"],
-                   "copies (TCP)": MIX_COLOURS["buffer load → LDS"]}
-        for y, lane in enumerate(lanes[:3]):
-            ax.broken_barh(spans[lane], (len(lanes) - 1 - y - 0.38, 0.76), facecolors=colours[lane], linewidth=0)
-        for s in p.stalls:
-            ax.broken_barh([(s.start - p.start, s.end - s.start)], (-0.38, 0.76), facecolors=STALL_COLOURS[s.reason],
-                           linewidth=0)
-        ax.set_yticks(range(len(lanes)), lanes[::-1], fontsize=8)
-        ax.set_ylim(-0.6, len(lanes) - 0.4)
-        steps = f", {p.steps} K steps" if p.steps > 1 else ""
-        ax.set_title(f"{label}: {p.trip_clocks:.0f} clocks per trip{steps}, MFMA busy {p.mfma_busy:.0%}", fontsize=9,
-                     loc="left")
-        ax.set_xlim(0, longest * 1.01)
-    axes[-1, 0].set_xlabel("clocks of the steady trip of the K loop, one wave (the time model, no GPU)", fontsize=9)
+        lanes = step_lanes(p)
+        y_of = {lane: n - 1 - i for i, lane in enumerate(STEP_LANES)}
+        for lane, colour in unit_colours.items():
+            ax.broken_barh(lanes[lane], (y_of[lane] - 0.38, 0.76), facecolors=colour, linewidth=0)
+        y = y_of["issue slot"]
+        for start, w, reason in lanes["stalls"]:
+            ax.broken_barh([(start, w)], (y - 0.38, 0.76), facecolors="white", edgecolor=STALL_COLOURS[reason],
+                           hatch="////", linewidth=0)
+        by_kind: dict = {}
+        for clock, k, w in lanes["issue"]:
+            by_kind.setdefault(_ISSUE_COLOURS.get(k, "#BBBBBB"), []).append((clock, w))
+        for colour, spans in by_kind.items():
+            ax.broken_barh(spans, (y - 0.38, 0.76), facecolors=colour, linewidth=0)
+        ax.axvline(p.trip_clocks, color="#333333", linestyle="--", linewidth=0.8)
+        ticks = [lane if lane == "issue slot" else f"{lane} {lanes['busy'][lane]:.0%}" for lane in STEP_LANES]
+        ax.set_yticks([y_of[lane] for lane in STEP_LANES], ticks, fontsize=8)
+        ax.set_ylim(-0.6, n - 0.4)
+        steps = f" ({p.steps} K steps, {p.step_clocks:.0f} per step)" if p.steps > 1 else ""
+        ax.set_title(f"{label}: {p.trip_clocks:.0f} clocks per trip{steps}, MFMA pipe busy {p.mfma_busy:.1%}",
+                     fontsize=9, loc="left")
+        ax.set_xlim(0, longest * 1.03)
+    axes[-1, 0].set_xlabel("clocks from the start of the steady trip, one wave of four (the time model on the listing, "
+                           "no GPU); dashed: the next trip begins", fontsize=9)
     fig.suptitle(title, fontsize=10)
-    handles = [Patch(facecolor=STALL_COLOURS[r], label=f"waiting: {r}") for r in STALL_COLOURS]
+    handles = ([Patch(facecolor=c, label=f"issue: {k}") for k, c in
+                (("MFMA", _ISSUE_COLOURS["mfma"]), ("LDS read", _ISSUE_COLOURS["lds"]),
+                 ("copy", _ISSUE_COLOURS["vmem"]), ("s_waitcnt", _ISSUE_COLOURS["wait"]), ("other", "#BBBBBB"))] +
+               [Patch(facecolor="white", edgecolor=STALL_COLOURS[r], hatch="////", label=f"waiting: {r}")
+                for r in STALL_COLOURS])
     fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.1 if len(predictions) > 1 else 0.16, 1, 0.96))
     return fig
+
+
+def lesson_step_chart(number: str, previous: bool = True, target: str = "gfx950"):
+    """``step_chart`` of lesson ``number``'s solution (20-29), its K loop as the lesson's checks compile it (fp16, the
+    reads' conflicts from its own layouts), under the lesson before's (``previous``; none before lesson 20)."""
+    from .checks import lesson_prediction
+
+    numbers = [str(int(number) - 1)] if previous and int(number) > 20 else []
+    predictions = {}
+    for n in numbers + [number]:
+        predictions[f"{version_label(n)} (lesson {n})"] = lesson_prediction(n, target)[0]
+    return step_chart(predictions, f"The K step as lanes over time, {target} fp16: the steady trip of the K loop "
+                      "(amd.time_model on Triton 3.9.0's listing)")
 
 
 def time_chart(rows: dict, title: str, ax=None):

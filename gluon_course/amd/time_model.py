@@ -94,7 +94,8 @@ class Machine:
 
 
 def _issue() -> Constant:
-    return Constant("issue slot", 4, "clocks per instruction of one wave", SCHEDULER_DOC)
+    return Constant("issue slot", 4, "clocks per instruction of one wave",
+                    f"{SCHEDULER_DOC}; {LDS_DOC} §1.1: a wave of 64 lanes on a 16-wide SIMD takes 4 cycles to issue")
 
 
 GFX950 = Machine(
@@ -120,13 +121,18 @@ GFX950 = Machine(
     Constant("VMEM queue", 3, "requests per wave",
              f"{V8_README} §4.2: a per-CU FIFO of about 12 entries, 3-4 requests per wave without delay"),
     Constant("TCP in flight", 8192, "bytes per wave",
-             f"{V8_README} §4.1 and {BANDWIDTH_DOC} §2.4: at most 32 KB of requests in flight per CU (the TCP), over "
-             "four waves"),
+             f"{V8_README} §4.1 (the TCP, 32 KB, 'on MI300/MI350') and {BANDWIDTH_DOC} §2.4: at most 32 KB of "
+             "requests in flight per CU, over four waves"),
     Constant("memory latency", 1000, "clocks",
-             f"{HIDING_MODEL}: HBM round trip ~1000 idle; {V8_README} §4.5: the ~1000-cycle budget before a full TCP "
-             "stalls"),
+             f"{HIDING_MODEL}: the HBM round trip L, '~1000 idle' (it grows with K and contention); {V8_README} "
+             "§4.5: ~1000 cycles is the budget before a full TCP stalls, not a measured latency"),
 )
 
+
+# gfx942's own figures where a cited document gives them; the rest are gfx950's, carried over and marked assumed: the
+# tutorials measured an MI355X only, and the course found no gfx942 figure for them. V8_README §4.1 puts both GPUs'
+# buffer loads (to LDS or not) through the same TCP path, which is why gfx950's TCP figures are the ones carried.
+_CARRIED = "no gfx942 figure found in the cited documents (the tutorials measured an MI355X); assumed"
 
 GFX942 = Machine(
     "gfx942",
@@ -136,16 +142,20 @@ GFX942 = Machine(
              "256 FMAs × 2), which puts v_mfma_f32_16x16x16_f16 (4096 FMAs) at 16 clocks; 4 passes in "
              f"{LLVM_MCA}"),
     Constant("LDS bandwidth", 128, "bytes per clock per CU",
-             "32 banks of 4 bytes (gluon_course.memory.lds.GFX942: the ROCm blog 'Avoiding LDS Bank Conflicts on AMD "
-             f"GPUs Using CK-Tile', 2025-07-25), one word per bank per clock as in {LDS_DOC} §1.3"),
-    Constant("LDS queue", 4, "requests per wave", f"gfx950's ({LDS_DOC} §1.6): no gfx942 figure found; assumed"),
-    Constant("LDS latency", 60, "clocks", f"gfx950's ({LDS_DOC} §1.6): no gfx942 figure found; assumed"),
-    Constant("TCP time, dwordx4", 64, "clocks per request of one wave", f"gfx950's ({V8_README} §4.3-4.4); assumed"),
-    Constant("TCP time, dword", 16, "clocks per request of one wave", f"gfx950's ({V8_README} §4.3); assumed"),
-    Constant("VMEM queue", 3, "requests per wave", f"gfx950's ({V8_README} §4.2); assumed"),
+             "ROCm/rocprofiler-compute docs/conceptual/pipeline-descriptions.rst at 6db105cf, 'Local data share': on "
+             "CDNA accelerators 32 banks of 4 bytes, each read or written every cycle, 128 bytes per clock; the same "
+             "32 banks in gluon_course.memory.lds.GFX942 (the ROCm blog 'Avoiding LDS Bank Conflicts on AMD GPUs Using "
+             "CK-Tile', 2025-07-25)"),
+    Constant("LDS queue", 4, "requests per wave", f"gfx950's ({LDS_DOC} §1.6): {_CARRIED}"),
+    Constant("LDS latency", 60, "clocks", f"gfx950's ({LDS_DOC} §1.6): {_CARRIED}"),
+    Constant("TCP time, dwordx4", 64, "clocks per request of one wave",
+             f"gfx950's ({V8_README} §4.3-4.4): {_CARRIED}"),
+    Constant("TCP time, dword", 16, "clocks per request of one wave", f"gfx950's ({V8_README} §4.3): {_CARRIED}"),
+    Constant("VMEM queue", 3, "requests per wave", f"gfx950's ({V8_README} §4.2): {_CARRIED}"),
     Constant("TCP in flight", 8192, "bytes per wave",
-             f"{BANDWIDTH_DOC} §2.4: the TCP is 32 KB per CU 'on GFX9', over four waves"),
-    Constant("memory latency", 1000, "clocks", f"gfx950's ({HIDING_MODEL}); assumed"),
+             f"{V8_README} §4.1: the TCP is 32 KB 'on MI300/MI350', and {BANDWIDTH_DOC} §2.4: 32 KB per CU 'on GFX9'; "
+             "over four waves"),
+    Constant("memory latency", 1000, "clocks", f"gfx950's ({HIDING_MODEL}: ~1000 idle): {_CARRIED}"),
 )
 
 
@@ -238,6 +248,7 @@ class Prediction:
     lds_ways: float = 1.0          # the reads' worst bank conflict the run was given
     latency: float = 0.0           # the memory round trip the run took
     busy: list = field(default_factory=list, repr=False)     # the MFMA pipe's busy spans over the trip's clocks
+    carried: list = field(default_factory=list, repr=False)  # events of earlier trips whose units reach into this one
 
     @property
     def step_clocks(self) -> float:
@@ -425,8 +436,9 @@ def run(instructions, machine: Machine = GFX950, trips: int = 6, lds_ways: float
     lo, hi = starts[last], starts[last + 1]
     busy = [(max(e.start, lo), min(e.end, hi)) for e in wave.events if e.kind == "mfma" and e.end > lo and e.start < hi]
     stalls = [Stall(last, s.reason, max(s.start, lo), min(s.end, hi)) for s in wave.stalls if s.end > lo and s.start < hi]
+    carried = [e for e in wave.events if e.trip < last and e.kind in ("mfma", "lds", "vmem") and e.end > lo]
     return Prediction(machine.target, steps, hi - lo, mfma, mine, stalls, lo,
-                      budget(instructions, machine, lds_ways, steps, latency), lds_ways, latency, busy)
+                      budget(instructions, machine, lds_ways, steps, latency), lds_ways, latency, busy, carried)
 
 
 def budget(instructions, machine: Machine = GFX950, lds_ways: float = 1.0, steps: int = 1,

@@ -177,6 +177,9 @@ def time_markdown(rows: dict) -> str:
               f"The record: `{RECORD}` (written by `python -m gluon_course tables`, one entry `NN/time_model` per "
               "version). The constants, each with its source:", ""]
     lines += [f"* {k}" for k in tm.GFX950.constants()]
+    lines += ["", "gfx942's constants (the gfx942 lines of lessons 20-22; an MI300X's own figure where a document gives "
+              "one, gfx950's carried over and marked assumed where none was found):", ""]
+    lines += [f"* {k}" for k in tm.GFX942.constants()]
     lines += ["", "What the model leaves out:", ""] + [f"* {item}" for item in tm.LEAVES_OUT] + [""]
     return "\n".join(lines)
 
