@@ -335,7 +335,7 @@ CHECKS = LessonChecks(
     targets=("sm_90",),
     teaches="what one call of a GEMM costs on the host, split into its parts; do_bench against a CUDA-graph replay; "
             "a launcher that keeps a plan per signature (checks, tile, layouts, grid, compiled kernel) and TMA "
-            "descriptors by address, and launches through the compiled kernel's own handle",
+            "descriptors by address with their CUtensorMaps encoded once, launched through driver.c's own launch call",
     machine_code=[
         Check("plans", "a plan is kept per signature and built afresh when a shape, stride, dtype or alignment "
               "changes; a new signature's checks run (host code, CPU tensors)", plans),
