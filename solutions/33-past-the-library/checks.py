@@ -250,7 +250,8 @@ CLUSTER_SHAPES = ((300, 264, 520), (129, 136, 200), (4097, 2056, 200))
 
 
 def correct_here(module_file: str, shapes: str) -> str | None:
-    """Both launchers, both layouts of B (for a child process), and the cluster kernel on 3 clusters."""
+    """The three launchers (step 3 in both orders), both layouts of B (for a child process), and the cluster kernel on
+    3 clusters."""
     import json
 
     from gluon_course.course import load_module_file
@@ -260,7 +261,9 @@ def correct_here(module_file: str, shapes: str) -> str | None:
     shapes = [tuple(s) for s in json.loads(shapes)]
     for name, launch in (("pingpong_matmul", lambda a, b, c: mod.pingpong_matmul(a, b, c)),
                          ("matmul", lambda a, b, c: mod.matmul(a, b, c)),
-                         ("matmul on 3 clusters", lambda a, b, c: mod.matmul(a, b, c, programs=3))):
+                         ("matmul on 3 clusters", lambda a, b, c: mod.matmul(a, b, c, programs=3)),
+                         ("subtile_matmul (snake)", lambda a, b, c: mod.subtile_matmul(a, b, c)),
+                         ("subtile_matmul (grouped)", lambda a, b, c: mod.subtile_matmul(a, b, c, SNAKE=0))):
         for b_layout in ("row", "col"):
             problem = check_gemm(launch, shapes=shapes if "3" not in name else CLUSTER_SHAPES, b_layout=b_layout)
             if problem:
@@ -275,7 +278,7 @@ def correct(mod):
 
     shapes = tma_gemm.TMA_SHAPES + tma_gemm.MANY_TILES
     return check_in_child(f"{__file__}:correct_here", [mod.__file__, json.dumps([list(s) for s in shapes])],
-                          timeout=3 * tma_gemm.CHILD_LIMIT_S)
+                          timeout=5 * tma_gemm.CHILD_LIMIT_S)
 
 
 def launcher_refuses(mod):
@@ -301,7 +304,7 @@ TRIAL = {"v9_bf16_8192": (1.037, "lesson 19's v9 at 8192³, 696 TFLOPS vs cuBLAS
          "v9_sweep": (0.925, "lesson 19's v9 sweep in its first trial: geomean 0.925"),
          "v9_itself": (1.0, "v9 against itself"),
          "bf16_8192": ("v9_bf16_8192",), "pingpong_bf16_8192": ("v9_bf16_8192",), "sweep_bf16": ("v9_sweep",),
-         "vs_v9_bf16_8192": ("v9_itself",)}
+         "vs_v9_bf16_8192": ("v9_itself",), "clocks_8192": ("v9_bf16_8192",)}
 WHY = "two ping-pong consumers on 128 × 128 tiles in clusters of 2 CTAs along M, B's tile multicast"
 
 
@@ -312,6 +315,24 @@ def _pingpong_figure(mod):
 
     return gemm_figure(lambda a, b, c: mod.pingpong_matmul(a, b, c), 8192, 8192, 8192, torch.bfloat16,
                        label="v10 step 1 (ping-pong) bf16")
+
+
+CLOCK_VERSIONS = ("v9", "v10.1 ping-pong", "v10.2 cluster", "v10.3 subtiles, grouped", "v10.3 subtiles, snake",
+                  "cuBLAS")
+
+
+def _clocks_figure(mod):
+    """Issue 23's item 4: every version at 8192³ in 3 interleaved rounds, the SM clock and power sampled meanwhile."""
+    import torch
+
+    from gluon_course import load_solution
+    from gluon_course.measure.clocks import clocks_figure
+
+    v9 = load_solution("19")
+    launches = (lambda a, b, c: v9.matmul(a, b, c), lambda a, b, c: mod.pingpong_matmul(a, b, c),
+                lambda a, b, c: mod.matmul(a, b, c), lambda a, b, c: mod.subtile_matmul(a, b, c, SNAKE=0),
+                lambda a, b, c: mod.subtile_matmul(a, b, c, SNAKE=1), lambda a, b, c: torch.matmul(a, b, out=c))
+    return clocks_figure(dict(zip(CLOCK_VERSIONS, launches)), 8192, 8192, 8192, headline="v10.3 subtiles, snake")
 
 
 CHECKS = LessonChecks(
@@ -346,10 +367,10 @@ CHECKS = LessonChecks(
               "the listing (cluster_barriers_sm_90)", host_model_cluster),
     ],
     correctness=[
-        Check("correct_tma_shapes", "pingpong_matmul and matmul are correct on odd shapes with K, N multiples of 8 and "
+        Check("correct_tma_shapes", "pingpong_matmul, matmul and subtile_matmul (snake and grouped) are correct on odd shapes with K, N multiples of 8 and "
               "on two with several tiles per program, with B K × N and as N × K, and matmul on 3 clusters over shapes "
               "whose cluster tiles overhang M (bf16 and fp16; poisoned, guarded C), in a child process that must "
-              "finish within 270 s", correct, gpu=True),
+              "finish within 450 s", correct, gpu=True),
         Check("launcher_refuses", "the launchers refuse rows that are not 16-byte multiples (naming TMA's rule and lesson "
               "13), fp32, a mismatched K and a non-contiguous A, with sentences; M, N or K = 0 gives what torch.matmul "
               "gives", launcher_refuses, gpu=True),
@@ -370,5 +391,8 @@ CHECKS = LessonChecks(
                from_trial(TRIAL, "sweep_bf16", WHY + "; the geomean of the 7 sweep shapes", tma_gemm.DESIGN_RUN,
                           target=CourseTarget(1.05, why="issue 23: the sweep's geomean ≥ 1.05× cuBLAS, no shape "
                                                         "below 1.00×"))),
+        Figure("clocks_8192", "step 3 (snake) and the SM clock, 8192³", _clocks_figure,
+               from_trial(TRIAL, "clocks_8192", "step 3 in snake order, timed beside v9, steps 1 and 2, step 3 grouped "
+                          "and cuBLAS, the SM clock and board power sampled during each timing")),
     ],
 )

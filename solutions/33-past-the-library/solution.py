@@ -309,8 +309,8 @@ def cluster_layouts(cluster: int) -> dict:
 def ordered_tile(tile, num_pid_m, num_pid_n, GROUP_M: gl.constexpr, SNAKE: gl.constexpr):
     """(pid_m, pid_n) of tile number ``tile``: lesson 17's groups of GROUP_M rows, each walked column by column.
     Grouped (SNAKE 0): every column top-down, every group left to right. Snake (SNAKE 1): odd columns bottom-up and
-    odd groups right to left, so that each tile's successor is its neighbour, and a group starts at the columns where
-    the group before it ended."""
+    odd groups right to left, so that within a group each tile's successor is its neighbour, and a group starts at
+    the columns where the group before it ended."""
     tiles_per_group = GROUP_M * num_pid_n
     group = tile // tiles_per_group
     first_pid_m = group * GROUP_M

@@ -19,40 +19,8 @@ import triton
 
 from gluon_course import load_solution
 from gluon_course.grading import tma_gemm
+from gluon_course.measure.clocks import Sampler
 from gluon_course.measure.gemm import GEMM_SWEEP_SHAPES, check_gemm, gemm_inputs
-
-
-class Sampler:
-    """The SM clock (MHz) and board power (W) while a timing runs: nvidia-smi sampling every 50 ms beside it."""
-
-    def __enter__(self):
-        import subprocess
-
-        self.samples = []
-        try:
-            self._proc = subprocess.Popen(["nvidia-smi", f"--id={torch.cuda.current_device()}",
-                                           "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
-                                           "-lms", "50"], stdout=subprocess.PIPE, text=True)
-        except OSError:
-            self._proc = None
-        return self
-
-    def __exit__(self, *exc):
-        if self._proc is None:
-            return
-        self._proc.terminate()
-        text, _ = self._proc.communicate()
-        for line in text.splitlines():
-            try:
-                mhz, watts = (float(x) for x in line.split(","))
-            except ValueError:
-                continue
-            self.samples.append((mhz, watts))
-
-    def median(self):
-        if not self.samples:
-            return float("nan"), float("nan")
-        return statistics.median(s[0] for s in self.samples), statistics.median(s[1] for s in self.samples)
 
 
 ORDER_SHAPES = ((300, 264, 520), (129, 136, 200), (4097, 2056, 200))   # cluster tiles overhanging M; 3 clusters
