@@ -96,15 +96,17 @@ def store_overlaps_next_tile(programs) -> str | None:
     return None
 
 
-def consumers_take_turns(programs) -> str | None:
+def consumers_take_turns(programs, stores_per_tile: int = 1) -> str | None:
     """Ping-pong consumers (lesson 33): two consumer partitions own alternate tiles and pass the tensor cores to each
     other, so a tile's products are never interleaved with the other consumer's. In each program's order of events
     the wgmma issues fall into runs by partition: one run per tile of C (as many as the program's TMA stores), the
-    runs alternating between the two consumers, the default partition (consumer 0, the program's first tile) first."""
+    runs alternating between the two consumers, the default partition (consumer 0, the program's first tile) first.
+    A kernel that stores each tile in ``stores_per_tile`` subtiles has that many TMA stores per tile."""
     for prog in programs:
         issues = [e["partition"] for e in prog.trace if e["what"] == "wgmma"]
         runs = [who for i, who in enumerate(issues) if i == 0 or issues[i - 1] != who]
-        tiles = sum(1 for e in prog.trace if e["what"] == "tma store")
+        stores = sum(1 for e in prog.trace if e["what"] == "tma store")
+        tiles = stores // stores_per_tile
         if not runs:
             continue
         if runs[0] != "default partition":
@@ -120,10 +122,11 @@ def consumers_take_turns(programs) -> str | None:
 
 
 def tma_launch(kernel, tile: dict, grid, constexprs: dict, dtype: str = "bf16", b_layout: str = "row",
-               c_descriptor: bool = False, num_warps: int = 4):
+               c_descriptor: bool = False, num_warps: int = 4, c_block=None):
     """The launch of a TMA kernel ``kernel(a_desc, b_desc, c_ptr (or c_desc), M, N, K, stride_cm, stride_cn,
     **constexprs)``: descriptors of A's BLOCK_M × BLOCK_K tiles and B's BLOCK_K × BLOCK_N tiles (BLOCK_N × BLOCK_K of
-    the N×K matrix when ``b_layout == "col"``). ``grid(M, N)`` gives the number of programs."""
+    the N×K matrix when ``b_layout == "col"``). ``grid(M, N)`` gives the number of programs. C's descriptor has
+    BLOCK_M × BLOCK_N blocks, or ``c_block`` (a kernel that stores C in subtiles, lesson 33)."""
     from triton.experimental.gluon import language as gl
 
     gl_dtype = _gl_dtype(dtype)
@@ -134,8 +137,8 @@ def tma_launch(kernel, tile: dict, grid, constexprs: dict, dtype: str = "bf16", 
         a_desc = HostTensorDescriptor(a_buf, [BM, BK], gl.NVMMASharedLayout.get_default_for([BM, BK], gl_dtype))
         b_desc = HostTensorDescriptor(b_buf, b_block, gl.NVMMASharedLayout.get_default_for(b_block, gl_dtype))
         if c_descriptor:
-            c_block = [BM, BN]
-            c_desc = HostTensorDescriptor(c_buf, c_block, gl.NVMMASharedLayout.get_default_for(c_block, gl_dtype))
+            c_shape = list(c_block or [BM, BN])
+            c_desc = HostTensorDescriptor(c_buf, c_shape, gl.NVMMASharedLayout.get_default_for(c_shape, gl_dtype))
             return run_kernel(kernel, grid(M, N), a_desc, b_desc, c_desc, M, N, K, num_warps=num_warps,
                               **{**tile, **constexprs})
         return run_kernel(kernel, grid(M, N), a_desc, b_desc, Pointer(c_buf), M, N, K, N, 1, num_warps=num_warps,

@@ -46,6 +46,10 @@ class Tensor(np.ndarray):
     def to(self, dtype, bitcast=False, fp_downcast_rounding=None):
         return as_tensor(round_to(self, dtype))
 
+    def permute(self, *order):
+        order = order[0] if len(order) == 1 else order
+        return as_tensor(np.transpose(np.asarray(self), [int(o) for o in order]))
+
 
 def as_tensor(x) -> Tensor:
     return np.asarray(x).view(Tensor)
@@ -553,6 +557,14 @@ def _reshape(x, shape, **kwargs):
     return as_tensor(np.reshape(value_of(x), [int(s) for s in shape]))
 
 
+def _split(x):
+    """gl.split: a tensor whose last dimension is 2 into its two halves along it."""
+    v = np.asarray(value_of(x))
+    if v.shape[-1] != 2:
+        raise ModelError(f"gl.split of a tensor of shape {list(v.shape)}: its last dimension must be 2")
+    return as_tensor(v[..., 0]), as_tensor(v[..., 1])
+
+
 def _permute(x, order):
     return as_tensor(np.transpose(value_of(x), [int(o) for o in order]))
 
@@ -565,7 +577,7 @@ GL = {
     "sum": _sum, "dot_fma": _dot_fma, "allocate_shared_memory": allocate_shared_memory, "barrier": _cta_barrier,
     "multiple_of": _identity, "max_contiguous": _identity,
     "max_constancy": _identity, "assume": _nothing, "static_assert": _static_assert, "cast": _cast, "reshape": _reshape,
-    "permute": _permute, "atomic_add": atomic_add, "atomic_xchg": atomic_xchg,
+    "permute": _permute, "split": _split, "atomic_add": atomic_add, "atomic_xchg": atomic_xchg,
 }
 
 

@@ -13,6 +13,9 @@ step is a whole kernel, and each changes one thing:
    above the other, which need the same tile of B; one copy of it is read from L2 and written into both CTAs' shared
    memory (``tma.async_load(..., multicast=True)``). A slot of B may be refilled only when *both* CTAs are done with
    it: its release barrier is the cluster's, counting both.
+3. **C in subtiles, and the order of tiles** (``subtile_kernel``): step 1's kernel storing each consumer's tile as
+   two 128 × 64 halves through one 128 × 64 buffer (``tma.store_wait`` paces them), which frees shared memory for a
+   fifth slot; and the tiles taken in lesson 17's grouped order or in a snake through the same groups (``SNAKE``).
 """
 import torch
 import triton
@@ -30,6 +33,9 @@ CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "STAGES": 4, "GROUP_M":
           "MMA_REGS": 232}
 # Step 2 adds the cluster: CLUSTER_M CTAs stacked along M share B's tile.
 CLUSTER_CONFIG = {**CONFIG, "CLUSTER_M": 2}
+# Step 3: C_BUFFERS buffers of 128 × 64 per consumer (16 KiB each) instead of one of 128 × 128: 5 slots of 32 KiB and
+# two such buffers are 192 KiB. SNAKE 1 walks the groups as a snake, 0 in lesson 17's grouped order.
+SUBTILE_CONFIG = {**CONFIG, "STAGES": 5, "SNAKE": 1, "C_BUFFERS": 1}
 CONSUMER_WARPS = gl.constexpr(4)          # one warpgroup per consumer
 
 
@@ -265,6 +271,130 @@ def cluster_layouts(cluster: int) -> dict:
     raise NotImplementedError("lesson 33, gap 7 not yet implemented: A's and C's rows split between the CTAs, B's tile broadcast to all of them")
 
 
+# -- 3. C in subtiles, and the order of tiles ------------------------------------------------------------------------
+
+@gluon.jit
+def ordered_tile(tile, num_pid_m, num_pid_n, GROUP_M: gl.constexpr, SNAKE: gl.constexpr):
+    """(pid_m, pid_n) of tile number ``tile``: lesson 17's groups of GROUP_M rows, each walked column by column.
+    Grouped (SNAKE 0): every column top-down, every group left to right. Snake (SNAKE 1): odd columns bottom-up and
+    odd groups right to left, so that within a group each tile's successor is its neighbour, and a group starts at
+    the columns where the group before it ended."""
+    tiles_per_group = GROUP_M * num_pid_n
+    group = tile // tiles_per_group
+    first_pid_m = group * GROUP_M
+    group_rows = gl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    row = (tile % tiles_per_group) % group_rows
+    col = (tile % tiles_per_group) // group_rows
+    if SNAKE:
+        # TODO gap 8: mirror the row in odd columns and the column in odd groups
+        gl.static_assert(False, 'lesson 33, gap 8 not yet implemented: mirror the row in odd columns and the column in odd groups')
+    return first_pid_m + row, col
+
+
+@gluon.jit
+def subtile_load(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES: gl.constexpr,
+                 GROUP_M: gl.constexpr, B_KN: gl.constexpr, SNAKE: gl.constexpr):
+    """Step 1's producer, its tiles in ``ordered_tile``'s order (the consumers must use the same one)."""
+    BLOCK_M: gl.constexpr = a_desc.block_shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    step = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = ordered_tile(tile, num_pid_m, num_pid_n, GROUP_M, SNAKE)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
+            if B_KN:
+                tma.async_load(b_desc, [k * BLOCK_K, pid_n * BLOCK_N], ready.index(slot), b_ring.index(slot))
+            else:
+                tma.async_load(b_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), b_ring.index(slot))
+            step += 1
+
+
+@gluon.jit
+def store_subtile(c_desc, c_smem, part, row, col, J: gl.constexpr, C_BUFFERS: gl.constexpr):
+    """Subtile J of a tile into buffer J % C_BUFFERS, then to C by TMA. The stores still in flight are the last
+    C_BUFFERS - 1 subtiles' plus the one that last read this buffer, the oldest: ``store_wait(C_BUFFERS - 1)`` retires
+    exactly that one before the threads overwrite the buffer."""
+    buffer = c_smem.index(J % C_BUFFERS)
+    # TODO gap 9: wait for the store that last read this buffer, write the subtile, fence, store
+    gl.static_assert(False, 'lesson 33, gap 9 not yet implemented: wait for the store that last read this buffer, write the subtile, fence, store')
+
+
+@gluon.jit
+def subtile_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next_turn, M, N, K,
+                     ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
+                     B_KN: gl.constexpr, SNAKE: gl.constexpr, C_BUFFERS: gl.constexpr):
+    """Step 1's consumer with the producer's order of tiles, storing its 128 × 128 tile as two 128 × 64 halves."""
+    BLOCK_M: gl.constexpr = c_desc.block_shape[0]
+    SUB_N: gl.constexpr = c_desc.block_shape[1]
+    BLOCK_N: gl.constexpr = 2 * SUB_N
+    BLOCK_K: gl.constexpr = a_ring.shape[2]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    turns = 0
+    local = ME
+    for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
+        pid_m, pid_n = ordered_tile(tile, num_pid_m, num_pid_n, GROUP_M, SNAKE)
+        step = local * k_tiles
+        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+        for k in range(k_tiles):
+            slot = step % STAGES
+            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+            b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
+            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
+            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+            step += 1
+        mbarrier.arrive(next_turn)
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        # TODO gap 10: split the accumulator's columns in two halves (registers only) and store each as a subtile
+        gl.static_assert(False, "lesson 33, gap 10 not yet implemented: split the accumulator's columns in two halves (registers only) and store each as a subtile")
+        turns += 1
+        local += 2
+    tma.store_wait(0)
+
+
+@gluon.jit
+def subtile_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                   BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                   LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr, B_KN: gl.constexpr, SNAKE: gl.constexpr,
+                   C_BUFFERS: gl.constexpr):
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    # Each consumer's own C_BUFFERS buffers of one subtile (c_desc's block, BLOCK_M × BLOCK_N / 2).
+    c_smem0 = gl.allocate_shared_memory(c_desc.dtype, [C_BUFFERS] + c_desc.block_type.shape, c_desc.layout)
+    c_smem1 = gl.allocate_shared_memory(c_desc.dtype, [C_BUFFERS] + c_desc.block_type.shape, c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    for c in gl.static_range(2):
+        mbarrier.init(turn.index(c), count=1)
+    gl.warp_specialize([
+        (subtile_consumer, (c_desc, a_ring, b_ring, c_smem0, ready, empty, turn.index(0), turn.index(1),
+                            M, N, K, 0, STAGES, GROUP_M, acc_layout, B_KN, SNAKE, C_BUFFERS)),
+        (subtile_consumer, (c_desc, a_ring, b_ring, c_smem1, ready, empty, turn.index(1), turn.index(0),
+                            M, N, K, 1, STAGES, GROUP_M, acc_layout, B_KN, SNAKE, C_BUFFERS)),
+        (subtile_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, B_KN, SNAKE)),
+    ], [CONSUMER_WARPS, 1], [MMA_REGS, LOAD_REGS])
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+    for c in gl.static_range(2):
+        mbarrier.invalidate(turn.index(c))
+
+
 # -- launchers -----------------------------------------------------------------------------------------------------
 
 def b_is_k_by_n(b) -> bool:
@@ -288,7 +418,7 @@ def _prepare(a, b, c, programs, config, defaults):
     return c, M, N, K, cfg
 
 
-def _descriptors(a, b, c, cfg, rows):
+def _descriptors(a, b, c, cfg, rows, c_cols=None):
     """TMA descriptors of A's [rows, BLOCK_K] tiles, B's (K × N or N × K), C's [rows, BLOCK_N]; ``rows`` is a CTA's
     BLOCK_M, or a cluster's CLUSTER_M × BLOCK_M."""
     BM, BN, BK = rows, cfg["BLOCK_N"], cfg["BLOCK_K"]
@@ -297,7 +427,7 @@ def _descriptors(a, b, c, cfg, rows):
     else:
         b_desc = tma_descriptor("b (as N × K)", b.t(), [BN, BK], cga=cfg.get("b_cga"))
     return (tma_descriptor("a", a, [BM, BK], cga=cfg.get("ac_cga")), b_desc,
-            tma_descriptor("c", c, [BM, BN], cga=cfg.get("ac_cga")))
+            tma_descriptor("c", c, [BM, c_cols or BN], cga=cfg.get("ac_cga")))
 
 
 def pingpong_matmul(a, b, c=None, programs=None, **config):
@@ -339,4 +469,24 @@ def matmul(a, b, c=None, programs=None, **config):
     if programs is None:
         programs = resident_clusters(cluster_kernel, args, kwargs, cluster, a.device)
     cluster_kernel[(min(tiles, programs),)](*args, **kwargs)
+    return c
+
+
+def subtile_matmul(a, b, c=None, programs=None, **config):
+    """C = A·B by step 3's kernel (step 1's, C stored in 128 × 64 subtiles, tiles in grouped or snake order);
+    returns ``c``. Same operands as ``pingpong_matmul``."""
+    c, M, N, K, cfg = _prepare(a, b, c, programs, config, SUBTILE_CONFIG)
+    if empty_product(a, b, c):
+        return c
+    if cfg["SNAKE"] not in (0, 1) or cfg["C_BUFFERS"] not in (1, 2):
+        raise ValueError(f"SNAKE={cfg['SNAKE']!r}, C_BUFFERS={cfg['C_BUFFERS']!r}: SNAKE is 0 (grouped order) or 1 "
+                         "(snake), C_BUFFERS 1 or 2 (subtile buffers per consumer)")
+    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS.value, cfg["STAGES"])
+    require_hopper(a)
+    a_desc, b_desc, c_desc = _descriptors(a, b, c, cfg, cfg["BLOCK_M"], c_cols=cfg["BLOCK_N"] // 2)
+    tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    subtile_kernel[(min(tiles, programs or sms),)](
+        a_desc, b_desc, c_desc, M, N, K, **cfg, acc_layout=wgmma_layout(cfg["BLOCK_N"]), B_KN=b_is_k_by_n(b),
+        num_warps=CONSUMER_WARPS.value)
     return c

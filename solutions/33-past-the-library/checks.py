@@ -14,6 +14,7 @@ from gluon_course.machine import CompileFailed, compile_cached, tensor_descripto
 # The course's configuration: the exact counts below hold at it (bf16, B K × N unless said).
 TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "STAGES": 4, "GROUP_M": 8, "LOAD_REGS": 40, "MMA_REGS": 232}
 CLUSTER_TILE = {**TILE, "CLUSTER_M": 2}
+SUBTILE_TILE = {**TILE, "STAGES": 5, "SNAKE": 1, "C_BUFFERS": 1}
 KERNEL_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "GROUP_M", "LOAD_REGS", "MMA_REGS")
 # Per K step a consumer's 128 × 128 tile takes 2 (rows of 64) × 4 (16 of K each) HGMMA.64x128x16.
 HGMMA = "HGMMA.64x128x16.F32.BF16"
@@ -31,19 +32,21 @@ def _desc(block, dtype="bf16", cga=None):
 def compiled(mod, kernel="pingpong", cfg=None, b_kn=True, dtype="bf16"):
     """The ping-pong or the cluster kernel compiled for sm_90 as its launcher calls it, at ``cfg`` (the course's
     configuration by default) and with the lesson's own layouts (``mod.cluster_layouts``)."""
-    cluster = kernel == "cluster"
-    cfg = dict(cfg or (CLUSTER_TILE if cluster else TILE))
+    cluster, subtile = kernel == "cluster", kernel == "subtile"
+    cfg = dict(cfg or (CLUSTER_TILE if cluster else SUBTILE_TILE if subtile else TILE))
     n = cfg.get("CLUSTER_M", 1) if cluster else 1
     layouts = mod.cluster_layouts(n) if cluster else {"ac_cga": [], "b_cga": []}
     ac, bc = layouts["ac_cga"] or None, layouts["b_cga"] or None
     BM, BN, BK = n * cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     signature = {"a_desc": _desc([BM, BK], dtype, ac), "b_desc": _desc([BK, BN] if b_kn else [BN, BK], dtype, bc),
-                 "c_desc": _desc([BM, BN], dtype, ac), "M": "i32", "N": "i32", "K": "i32"}
+                 "c_desc": _desc([BM, BN // 2 if subtile else BN], dtype, ac), "M": "i32", "N": "i32", "K": "i32"}
     constexprs = {k: cfg[k] for k in KERNEL_KEYS}
     constexprs.update(acc_layout=mod.wgmma_layout(BN, layouts["ac_cga"]), B_KN=b_kn)
     if cluster:
         constexprs["CLUSTER_M"] = n
-    fn = mod.cluster_kernel if cluster else mod.pingpong_kernel
+    if subtile:
+        constexprs.update(SNAKE=cfg["SNAKE"], C_BUFFERS=cfg["C_BUFFERS"])
+    fn = mod.cluster_kernel if cluster else mod.subtile_kernel if subtile else mod.pingpong_kernel
     options = {"num_ctas": n} if cluster else {}
     return compile_cached(fn, "sm_90", signature=signature, constexprs=constexprs, aligned=("M", "N", "K"),
                           num_warps=int(mod.CONSUMER_WARPS), **options)
@@ -138,8 +141,54 @@ def cluster_barriers(mod):
     return None
 
 
+def subtile(mod):
+    """Step 3: step 1's two K loops of 8 HGMMA and 12 warps, C leaving in two subtiles per consumer (4 TMA stores),
+    and less shared memory than step 1 at the same STAGES (its C buffers are a subtile each), both layouts of B."""
+    step1 = compiled(mod).shared_bytes
+    for b_kn in (True, False):
+        what = "B K × N" if b_kn else "B as N × K"
+        try:
+            k = compiled(mod, "subtile", b_kn=b_kn)
+        except CompileFailed as e:
+            return f"{what}: subtile_kernel does not compile for sm_90: {e.message.splitlines()[0][:200]}"
+        loops = _hgmma_loops(k)
+        if int(getattr(k.metadata, "num_warps", 0)) != WARPS or loops != [HGMMA_PER_LOOP, HGMMA_PER_LOOP]:
+            return (f"{what}: {k.metadata.num_warps} warps and K loops of {loops or 'no'} {HGMMA}; expected step 1's "
+                    f"{WARPS} warps and two loops of {HGMMA_PER_LOOP}")
+        if k.count("UTMASTG.2D") != 4:
+            return (f"{what}: {k.count('UTMASTG.2D')} TMA stores of C; expected 4, two subtiles of 128 × 64 per "
+                    "consumer (c_desc's block is a subtile)")
+        same_stages = compiled(mod, "subtile", {**SUBTILE_TILE, "STAGES": TILE["STAGES"]}, b_kn=b_kn).shared_bytes
+        if same_stages >= step1:
+            return (f"{what}: at STAGES {TILE['STAGES']} the kernel takes {same_stages} bytes of shared memory, step 1 "
+                    f"{step1}: its C buffers should be subtiles, smaller than step 1's whole tiles")
+    return None
+
+
+# Grids of tiles (rows, columns), GROUP_M: partial last groups, a single row or column, more rows than a group.
+ORDER_GRIDS = ((1, 1), (1, 7), (7, 1), (8, 8), (9, 5), (13, 7), (17, 3), (64, 64), (33, 65))
+
+
+def tile_order(mod):
+    """On the host, over grids of tiles with and without a partial last group: ordered_tile, grouped and snake, sends
+    the tile numbers to every tile of the grid exactly once (the kernel's own function, evaluated by the model)."""
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model.orders import visits_each_once
+
+    for snake in (0, 1):
+        for group_m in (1, 4, 8):
+            for num_pid_m, num_pid_n in ORDER_GRIDS:
+                try:
+                    problem = visits_each_once(mod.ordered_tile, num_pid_m, num_pid_n, group_m, snake)
+                except ModelUnsupported as e:
+                    return NotChecked(f"the host model does not model {e}")
+                if problem:
+                    return f"ordered_tile with SNAKE={snake}, GROUP_M={group_m}: {problem}"
+    return None
+
+
 def config_fits(mod):
-    for name, kernel in (("CONFIG", "pingpong"), ("CLUSTER_CONFIG", "cluster")):
+    for name, kernel in (("CONFIG", "pingpong"), ("CLUSTER_CONFIG", "cluster"), ("SUBTILE_CONFIG", "subtile")):
         cfg = dict(getattr(mod, name))
         k = compiled(mod, kernel, cfg)
         problem = fits(k, WARPS, cfg)
@@ -149,22 +198,25 @@ def config_fits(mod):
     return None
 
 
-def _model(mod, kernel, cfg):
+def _model(mod, kernel, cfg, extra=None, c_block=None, stores_per_tile=1):
     from gluon_course.model import ModelUnsupported
     from gluon_course.model import gemm as model_gemm
 
     tile = {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
     constexprs = {k: cfg[k] for k in KERNEL_KEYS if k not in tile}
     constexprs["acc_layout"] = mod.wgmma_layout(cfg["BLOCK_N"])
+    constexprs.update(extra or {})
     if kernel is mod.cluster_kernel:
         constexprs["CLUSTER_M"] = 1
     grid = (lambda M, N: min(3, -(-M // cfg["BLOCK_M"]) * -(-N // cfg["BLOCK_N"])))
     for b_layout in ("row", "col"):
         launch = model_gemm.tma_launch(kernel, tile, grid, {**constexprs, "B_KN": b_layout == "row"},
-                                       b_layout=b_layout, c_descriptor=True, num_warps=int(mod.CONSUMER_WARPS))
+                                       b_layout=b_layout, c_descriptor=True, num_warps=int(mod.CONSUMER_WARPS),
+                                       c_block=c_block)
         try:
             problem = model_gemm.check(launch, ((300, 264, 520), (129, 136, 72), (1, 8, 8)), b_layout=b_layout,
-                                       tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]), rule=model_gemm.consumers_take_turns)
+                                       tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]),
+                                       rule=lambda programs: model_gemm.consumers_take_turns(programs, stores_per_tile))
         except ModelUnsupported as e:
             return NotChecked(f"the host model does not model {e}")
         if problem:
@@ -180,6 +232,17 @@ def host_model_cluster(mod):
     return _model(mod, mod.cluster_kernel, {**TILE, "CLUSTER_M": 1})
 
 
+def host_model_subtile(mod):
+    """subtile_kernel in the model, grouped and snake, with one and two subtile buffers per consumer."""
+    for snake in (0, 1):
+        for buffers in (1, 2):
+            problem = _model(mod, mod.subtile_kernel, SUBTILE_TILE, {"SNAKE": snake, "C_BUFFERS": buffers},
+                             c_block=[SUBTILE_TILE["BLOCK_M"], SUBTILE_TILE["BLOCK_N"] // 2], stores_per_tile=2)
+            if problem:
+                return f"SNAKE={snake}, C_BUFFERS={buffers}: {problem}" if isinstance(problem, str) else problem
+    return None
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 # Shapes whose tiles of 256 rows (a cluster's) leave the second CTA's rows past M (300, 4097, 1000, 129) or wholly
 # outside it (127 × 264: one tile row of 128 in a cluster tile of 256), and programs that do not divide the tiles.
@@ -187,7 +250,8 @@ CLUSTER_SHAPES = ((300, 264, 520), (129, 136, 200), (4097, 2056, 200))
 
 
 def correct_here(module_file: str, shapes: str) -> str | None:
-    """Both launchers, both layouts of B (for a child process), and the cluster kernel on 3 clusters."""
+    """The three launchers (step 3 in both orders), both layouts of B (for a child process), and the cluster kernel on
+    3 clusters."""
     import json
 
     from gluon_course.course import load_module_file
@@ -197,7 +261,9 @@ def correct_here(module_file: str, shapes: str) -> str | None:
     shapes = [tuple(s) for s in json.loads(shapes)]
     for name, launch in (("pingpong_matmul", lambda a, b, c: mod.pingpong_matmul(a, b, c)),
                          ("matmul", lambda a, b, c: mod.matmul(a, b, c)),
-                         ("matmul on 3 clusters", lambda a, b, c: mod.matmul(a, b, c, programs=3))):
+                         ("matmul on 3 clusters", lambda a, b, c: mod.matmul(a, b, c, programs=3)),
+                         ("subtile_matmul (snake)", lambda a, b, c: mod.subtile_matmul(a, b, c)),
+                         ("subtile_matmul (grouped)", lambda a, b, c: mod.subtile_matmul(a, b, c, SNAKE=0))):
         for b_layout in ("row", "col"):
             problem = check_gemm(launch, shapes=shapes if "3" not in name else CLUSTER_SHAPES, b_layout=b_layout)
             if problem:
@@ -212,7 +278,7 @@ def correct(mod):
 
     shapes = tma_gemm.TMA_SHAPES + tma_gemm.MANY_TILES
     return check_in_child(f"{__file__}:correct_here", [mod.__file__, json.dumps([list(s) for s in shapes])],
-                          timeout=3 * tma_gemm.CHILD_LIMIT_S)
+                          timeout=5 * tma_gemm.CHILD_LIMIT_S)
 
 
 def launcher_refuses(mod):
@@ -238,7 +304,7 @@ TRIAL = {"v9_bf16_8192": (1.037, "lesson 19's v9 at 8192³, 696 TFLOPS vs cuBLAS
          "v9_sweep": (0.925, "lesson 19's v9 sweep in its first trial: geomean 0.925"),
          "v9_itself": (1.0, "v9 against itself"),
          "bf16_8192": ("v9_bf16_8192",), "pingpong_bf16_8192": ("v9_bf16_8192",), "sweep_bf16": ("v9_sweep",),
-         "vs_v9_bf16_8192": ("v9_itself",)}
+         "vs_v9_bf16_8192": ("v9_itself",), "clocks_8192": ("v9_bf16_8192",)}
 WHY = "two ping-pong consumers on 128 × 128 tiles in clusters of 2 CTAs along M, B's tile multicast"
 
 
@@ -249,6 +315,24 @@ def _pingpong_figure(mod):
 
     return gemm_figure(lambda a, b, c: mod.pingpong_matmul(a, b, c), 8192, 8192, 8192, torch.bfloat16,
                        label="v10 step 1 (ping-pong) bf16")
+
+
+CLOCK_VERSIONS = ("v9", "v10.1 ping-pong", "v10.2 cluster", "v10.3 subtiles, grouped", "v10.3 subtiles, snake",
+                  "cuBLAS")
+
+
+def _clocks_figure(mod):
+    """Issue 23's item 4: every version at 8192³ in 3 interleaved rounds, the SM clock and power sampled meanwhile."""
+    import torch
+
+    from gluon_course import load_solution
+    from gluon_course.measure.clocks import clocks_figure
+
+    v9 = load_solution("19")
+    launches = (lambda a, b, c: v9.matmul(a, b, c), lambda a, b, c: mod.pingpong_matmul(a, b, c),
+                lambda a, b, c: mod.matmul(a, b, c), lambda a, b, c: mod.subtile_matmul(a, b, c, SNAKE=0),
+                lambda a, b, c: mod.subtile_matmul(a, b, c, SNAKE=1), lambda a, b, c: torch.matmul(a, b, out=c))
+    return clocks_figure(dict(zip(CLOCK_VERSIONS, launches)), 8192, 8192, 8192, headline="v10.3 subtiles, snake")
 
 
 CHECKS = LessonChecks(
@@ -266,19 +350,27 @@ CHECKS = LessonChecks(
         Check("cluster_barriers_sm_90", "sm_90, cluster_kernel: B's release barrier initialised with count 2 per "
               "slot, released across the cluster by both consumers, retired after a cluster barrier",
               cluster_barriers, target="sm_90"),
-        Check("config_fits", "your CONFIG and CLUSTER_CONFIG, compiled for sm_90, fit one SM with no spills",
+        Check("config_fits", "your CONFIG, CLUSTER_CONFIG and SUBTILE_CONFIG, compiled for sm_90, fit one SM with no spills",
               config_fits, target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL + "; pingpong_kernel: the consumers' K loops in turns, one run of "
               "products per tile, consumer 0 first; both layouts of B", host_model),
+        Check("subtile_sm_90", f"sm_90, subtile_kernel at its tile (STAGES 5, one 128×64 buffer per consumer): step "
+              f"1's {WARPS} warps and K loops, 4 TMA stores of 128×64 subtiles, less shared memory than step 1 at the "
+              "same STAGES (both layouts of B)", subtile, target="sm_90"),
+        Check("tile_order", "on the host: ordered_tile, grouped and snake, visits every tile of grids with and "
+              "without a partial last group exactly once (GROUP_M 1, 4 and 8)", tile_order),
+        Check("host_model_subtile", "the host model runs subtile_kernel, grouped and snake, with one and two subtile "
+              "buffers: C exact, each subtile's buffer written only after the store that last read it is waited for "
+              "and fenced before TMA reads it, the turns hold (both layouts of B)", host_model_subtile),
         Check("host_model_cluster", "the host model runs cluster_kernel as a cluster of one CTA (it runs one CTA at a "
               "time): C exact, the two release barriers and the turns hold; the cluster's own counts are read from "
               "the listing (cluster_barriers_sm_90)", host_model_cluster),
     ],
     correctness=[
-        Check("correct_tma_shapes", "pingpong_matmul and matmul are correct on odd shapes with K, N multiples of 8 and "
+        Check("correct_tma_shapes", "pingpong_matmul, matmul and subtile_matmul (snake and grouped) are correct on odd shapes with K, N multiples of 8 and "
               "on two with several tiles per program, with B K × N and as N × K, and matmul on 3 clusters over shapes "
               "whose cluster tiles overhang M (bf16 and fp16; poisoned, guarded C), in a child process that must "
-              "finish within 270 s", correct, gpu=True),
+              "finish within 450 s", correct, gpu=True),
         Check("launcher_refuses", "the launchers refuse rows that are not 16-byte multiples (naming TMA's rule and lesson "
               "13), fp32, a mismatched K and a non-contiguous A, with sentences; M, N or K = 0 gives what torch.matmul "
               "gives", launcher_refuses, gpu=True),
@@ -299,5 +391,8 @@ CHECKS = LessonChecks(
                from_trial(TRIAL, "sweep_bf16", WHY + "; the geomean of the 7 sweep shapes", tma_gemm.DESIGN_RUN,
                           target=CourseTarget(1.05, why="issue 23: the sweep's geomean ≥ 1.05× cuBLAS, no shape "
                                                         "below 1.00×"))),
+        Figure("clocks_8192", "step 3 (snake) and the SM clock, 8192³", _clocks_figure,
+               from_trial(TRIAL, "clocks_8192", "step 3 in snake order, timed beside v9, steps 1 and 2, step 3 grouped "
+                          "and cuBLAS, the SM clock and board power sampled during each timing")),
     ],
 )

@@ -44,6 +44,19 @@ PLANTS = [
     Plant("STAGES 6 in CONFIG: 6 × 32 KiB of ring and 64 KiB of C buffers, more shared memory than a program may use",
           '"BLOCK_K": 64, "STAGES": 4, "GROUP_M": 8,', '"BLOCK_K": 64, "STAGES": 6, "GROUP_M": 8,',
           rejected_by="config_fits", gpu=False),
+    Plant("step 3's subtile stored before its predecessor's store is waited for: store_wait(C_BUFFERS) leaves the "
+          "store that last read the buffer in flight (with one buffer: the tile's first half) while the threads "
+          "overwrite it with the second half",
+          "    tma.store_wait(C_BUFFERS - 1)\n", "    tma.store_wait(C_BUFFERS)\n",
+          rejected_by="host_model_subtile", gpu=False),
+    Plant("the snake mirrors the row by the group's full height (GROUP_M) instead of its rows: in a partial last "
+          "group the odd columns send tiles to rows past the grid and never visit others",
+          "row = row + (col % 2) * (group_rows - 1 - 2 * row)", "row = row + (col % 2) * (GROUP_M - 1 - 2 * row)",
+          rejected_by="tile_order", gpu=False),
+    Plant("the snake mirrors the column one too far (num_pid_n - 2 * col): odd groups start one column past the grid "
+          "and never visit their first column",
+          "col = col + (group % 2) * (num_pid_n - 1 - 2 * col)", "col = col + (group % 2) * (num_pid_n - 2 * col)",
+          rejected_by="tile_order", gpu=False),
     # ---- caught on a GPU ----
     Plant("use_acc=False in the cluster's consumers: every K step's products overwrite acc instead of adding to it",
           "            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)\n"
