@@ -281,6 +281,30 @@ def test_spills_are_what_ptxas_reports_in_the_stack_frame():
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in solution.ptxas_log
 
 
+def test_the_ptxas_log_needs_only_the_ptxas_the_compile_runs(monkeypatch):
+    """An install stripped for Hopper and newer (the course's GPU machine's) has ptxas-blackwell and no pre-Hopper
+    ptxas, so Triton's knobs.nvidia.ptxas raises there. The spill log of a kernel with a stack frame must still be
+    read: lesson 30's translated GEMM (192 bytes of stack) failed four notebook cells on the H200 when the log's cache
+    key asked for the missing tool."""
+    import os
+
+    import triton
+    from triton.knobs import NvidiaTool
+
+    from gluon_course import load_checks, load_solution
+
+    checks, mod = load_checks("18"), load_solution("18")
+    k = checks.KERNEL.compile(mod, "sm_90", "bf16", {**checks.TILE, "num_warps": 4})
+    found = NvidiaTool.from_path
+    # As on the stripped install: every tool found but the pre-Hopper ptxas.
+    monkeypatch.setattr(NvidiaTool, "from_path", staticmethod(
+        lambda path: None if os.path.basename(path) == "ptxas" else found(path)))
+    with pytest.raises(RuntimeError):
+        triton.knobs.nvidia.ptxas
+    k._cache.pop("ptxas_log", None)
+    assert "bytes spill stores" in gc._ptxas_log(k)
+
+
 @gluon.jit
 def _copy_store_unmasked(in_ptr, out_ptr, numel, XBLOCK: gl.constexpr, layout: gl.constexpr):
     offs = gl.program_id(0) * XBLOCK + gl.arange(0, XBLOCK, layout=layout)

@@ -539,16 +539,18 @@ def _ptxas_log(k: Compiled) -> str:
     import io
     import types
 
-    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.backends.nvidia.compiler import CUDABackend, get_ptxas
     from triton.runtime.cache import get_cache_manager
 
+    # The key names the ptxas make_cubin runs for this arch (ptxas-blackwell from sm_90 on, in Triton 3.9.0), never
+    # knobs.nvidia.ptxas: an install stripped for Hopper and newer ships no pre-Hopper ptxas, and asking for it raises.
     md = k.metadata
     options = types.SimpleNamespace(enable_fp_fusion=md.enable_fp_fusion, ptx_options=md.ptx_options,
                                     instrumentation_mode=getattr(md, "instrumentation_mode", ""))
     backend = CUDABackend(target_named(k.target))
     key = hashlib.sha256(b"gluon_course ptxas log\0" + k.asm["cubin"] + k.ptx.encode()
                          + repr((vars(options), backend.target.arch, triton.__version__,
-                                 triton.knobs.nvidia.ptxas.path)).encode()).hexdigest()
+                                 get_ptxas(backend.target.arch).path)).encode()).hexdigest()
     cache = get_cache_manager(key)
     stored = cache.get_file("ptxas.log")
     if stored is not None:
