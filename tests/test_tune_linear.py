@@ -39,7 +39,7 @@ def test_retune_merges_named_shapes_only(tmp_path, monkeypatch):
     first_new = dispatch.new_candidates(128, 4096, 4096)[0]
     assert new[(128, 4096, 4096)]["config"] == {k: first_new[k] for k in tool.ROW_KEYS}   # 2× faster: replaced
     assert new[(128, 4096, 4096)]["us"] == 51.0
-    assert new[(128, 4096, 4096)]["retunes"][0]["entry_us_now"] == 100.0
+    assert new[(128, 4096, 4096)]["retunes"][-1]["entry_us_now"] == 100.0          # this re-tune: the last
     for shape, e in old.items():
         if shape not in ((512, 6144, 4096), (128, 4096, 4096)):
             assert new[shape] == e                                                          # untouched
