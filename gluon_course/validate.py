@@ -114,17 +114,22 @@ def require_interleaved(whole, a, b, whole_name: str = "out") -> None:
 MATMUL_DTYPES = (torch.bfloat16, torch.float16)
 
 
+def require_matrix(name: str, t, on_gpu: bool = True) -> None:
+    """``t`` is a 2D torch tensor (on the GPU unless ``on_gpu=False``), or a sentence saying what it is instead."""
+    if on_gpu:
+        require_cuda_tensor(name, t)
+    elif not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != 2:
+        raise ValueError(f"{name} must be a matrix, got {t.dim()} dimensions")
+
+
 def require_matmul_shapes(a, b, c, on_gpu: bool = True) -> tuple[int, int, int]:
     """What every GEMM of the course (both vendors) asks of its arguments before any stride: ``a`` (M×K), ``b`` (K×N)
     and ``c`` (M×N), GPU tensors of one dtype, bf16 or fp16. Returns (M, N, K). ``on_gpu=False`` leaves out the
     device (a launcher that has checked it already, or a CPU test of the rest)."""
     for name, t in (("a", a), ("b", b), ("c", c)):
-        if on_gpu:
-            require_cuda_tensor(name, t)
-        elif not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 2:
-            raise ValueError(f"{name} must be a matrix, got {t.dim()} dimensions")
+        require_matrix(name, t, on_gpu)
     if a.dtype not in MATMUL_DTYPES:
         raise TypeError(f"a is {a.dtype}; the course's GEMMs take torch.bfloat16 or torch.float16: convert with "
                         ".to(torch.bfloat16)")

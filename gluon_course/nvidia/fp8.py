@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from ..validate import INT32_MAX, require_cuda_tensor
+from ..validate import INT32_MAX, require_cuda_tensor, require_matrix
 
 FP8 = torch.float8_e4m3fn
 # e4m3 (torch.float8_e4m3fn, Gluon's gl.float8e4nv): 4 exponent bits of bias 7, 3 mantissa bits, no infinity, one NaN
@@ -56,12 +56,7 @@ def require_fp8_linear_args(a, w, a_scale, w_scale, c=None, on_gpu: bool = True)
     """The fp8 launcher's refusals, each a sentence. Returns (M, N, K, a_per_row, w_per_row). ``on_gpu=False`` leaves
     out the device (a CPU test of the rest)."""
     for name, t in (("a", a), ("w", w)) + ((("c", c),) if c is not None else ()):
-        if on_gpu:
-            require_cuda_tensor(name, t)
-        elif not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 2:
-            raise ValueError(f"{name} must be a matrix, got {t.dim()} dimensions")
+        require_matrix(name, t, on_gpu)
     for name, t in (("a", a), ("w", w)):
         if t.dtype != FP8:
             hint = ("e5m2 keeps range for gradients; this kernel multiplies e4m3 by e4m3" if t.dtype == torch.float8_e5m2
