@@ -79,6 +79,39 @@ def pingpong(mod):
                     "slot and the two consumers' order barriers")
         if k.count("UTMASTG.2D") != 2:
             return f"{what}: {k.count('UTMASTG.2D')} TMA stores of C; expected 2, one per consumer"
+        problem = _worker_registers_problem(k)
+        if problem:
+            return f"{what}: {problem}"
+    return None
+
+
+def _worker_registers(k) -> list[tuple[int, bool]]:
+    """Each worker partition of the TTGIR's ``ttg.warp_specialize``, in order, as (the registers it requests from
+    setmaxnreg, whether its region holds a wgmma)."""
+    m = re.search(r"requestedRegisters = array<i32: ([\d, ]+)>", k.ttgir)
+    if not m:
+        return []
+    asked = [int(n) for n in m.group(1).split(",")]
+    regions = re.split(r"\n\s*partition\d+\(", k.ttgir[m.end():])[1:]
+    return [(n, "warp_group_dot" in region) for n, region in zip(asked, regions)]
+
+
+def _worker_registers_problem(k) -> str | None:
+    """The worker that multiplies (consumer 1) keeps at least the registers ptxas compiled the kernel for, and the
+    worker that only copies asks for fewer: setmaxnreg.dec below what a warpgroup's code uses takes registers it still
+    holds, which ptxas does not report and the CPU cannot run."""
+    workers = _worker_registers(k)
+    if len(workers) != 2:
+        return None                 # the warp count above already said what the fork lacks
+    for n, multiplies in workers:
+        if multiplies and n < k.registers:
+            return (f"the worker that multiplies (consumer 1) asks setmaxnreg for {n} registers a thread, fewer than "
+                    f"the {k.registers} ptxas compiled the kernel for (its 128 × 128 accumulator alone is 128): "
+                    "gl.warp_specialize's last list gives each worker's registers in the order of the workers, "
+                    "[MMA_REGS, LOAD_REGS] for [consumer 1, the producer]")
+        if not multiplies and n >= k.registers:
+            return (f"the producer asks setmaxnreg for {n} registers a thread, as many as a consumer: a warp that only "
+                    "copies needs few (LOAD_REGS), and the registers it keeps are taken from the consumers")
     return None
 
 
@@ -343,7 +376,8 @@ CHECKS = LessonChecks(
     machine_code=[
         Check("pingpong_sm_90", f"sm_90, pingpong_kernel at the course's tile (two consumers of 128×128×64, STAGES 4): "
               f"{WARPS} warps, two K loops of {HGMMA_PER_LOOP} HGMMA.64x128x16 (one per consumer), the ring's and the "
-              "two order barriers, one TMA store per consumer (both layouts of B)", pingpong, target="sm_90"),
+              "two order barriers, one TMA store per consumer, consumer 1 asking setmaxnreg for at least the registers "
+              "it was compiled for and the producer for fewer (both layouts of B)", pingpong, target="sm_90"),
         Check("cluster_sm_90", "sm_90, cluster_kernel at the course's tile: clusters of 2 CTAs, one plain TMA copy (A) "
               "and B by multicast (UTMALDG.2D.MULTICAST) to the mask of both CTAs (both layouts of B)", cluster,
               target="sm_90"),

@@ -41,6 +41,14 @@ PLANTS = [
           "B's slot forever",
           "            mbarrier.arrive(b_empty.index(previous), pred=k > 0)\n", "",
           rejected_by="host_model_cluster", gpu=False),
+    Plant("the workers' registers swapped in gl.warp_specialize ([LOAD_REGS, MMA_REGS]): consumer 1, compiled for the "
+          "launch's 168 registers a thread, is cut to 40 by setmaxnreg while the producer keeps 232; ptxas says "
+          "nothing, every other CPU check passes, and on the GPU consumer 1 would run without registers its code uses",
+          "        (pingpong_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, B_KN)),\n"
+          "    ], [CONSUMER_WARPS, 1], [MMA_REGS, LOAD_REGS])",
+          "        (pingpong_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, B_KN)),\n"
+          "    ], [CONSUMER_WARPS, 1], [LOAD_REGS, MMA_REGS])",
+          rejected_by="pingpong_sm_90", gpu=False),
     Plant("STAGES 6 in CONFIG: 6 × 32 KiB of ring and 64 KiB of C buffers, more shared memory than a program may use",
           '"BLOCK_K": 64, "STAGES": 4, "GROUP_M": 8,', '"BLOCK_K": 64, "STAGES": 6, "GROUP_M": 8,',
           rejected_by="config_fits", gpu=False),
