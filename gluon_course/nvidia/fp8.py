@@ -425,8 +425,17 @@ def quantizer_problem(quantize) -> str | None:
         if not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32 or tuple(scale.shape) != want:
             return (f"{what}: the scale must be fp32 of shape {want}, got "
                     f"{tuple(scale.shape) if isinstance(scale, torch.Tensor) else scale}")
-        if torch.isnan(x_q.float()).any():
-            return f"{what}: x_q holds NaN (e4m3 has no infinity: a value past 448 that is not saturated becomes NaN)"
+        nan_rows = torch.isnan(x_q.float()).any(dim=1)
+        if nan_rows.any():
+            zero_rows = x.abs().amax(dim=1) == 0
+            if bool((nan_rows == zero_rows).all()):
+                # x / 0 of a zero row is 0 / 0: the scale of an amax of 0 must not be 0.
+                return (f"{what}: x_q holds NaN in the all-zero row {int(zero_rows.nonzero()[0])} and nowhere else: "
+                        "its amax is 0, so a scale of amax / 448 is 0 and x / scale is 0 / 0. Give a row (or a "
+                        "tensor) whose amax is 0 the scale 1, which keeps its zeros")
+            return (f"{what}: x_q holds NaN, first in row {int(nan_rows.nonzero()[0])}: a NaN in x / scale (a scale "
+                    "of 0, or of NaN) stays NaN in e4m3; e4m3 has no infinity, and a value past 448 becomes 448 or "
+                    "NaN depending on the conversion, so clamp to ±448 before it")
         peaks = x_q.float().abs().amax(dim=1) if per_row else x_q.float().abs().amax().reshape(1)
         nonzero = (x.abs().amax(dim=1) if per_row else x.abs().amax().reshape(1)) > 0
         if not bool((peaks[nonzero] == E4M3_MAX).all()):
