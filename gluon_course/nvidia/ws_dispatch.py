@@ -270,5 +270,19 @@ def main() -> None:
         print(f"{name:12s} state word at 0x{d.state_offset:x} ({past}); STS at {stores}; LDS.U8 at 0x{d.load[0]:04x}")
 
 
+
+def show(number: int) -> None:
+    """For a lesson's notebook: where the dispatch's state word sits in lesson ``number``'s kernel, and the listing
+    lines of the two accesses racecheck names with the barriers around them."""
+    k, warps = lesson_kernel(number)
+    d = dispatch(k, warps)
+    print(f"lesson {number}, sm_90: {len(d.barrier_offsets)} mbarriers (8 bytes each) at "
+          + ", ".join(f"0x{a:x}" for a in d.barrier_offsets)
+          + f"; the dispatch's state word at 0x{d.state_offset:x}, {d.past_barriers} bytes past the last (a byte per "
+          f"worker warp), stored at 0x{d.stores[0][0]:04x} (the fork) and 0x{d.stores[-1][0]:04x} (the exit); the "
+          f"workers' LDS.U8 of it at 0x{d.load[0]:04x}")
+    print(excerpt(k, warps))
+
+
 if __name__ == "__main__":
     main()
