@@ -20,13 +20,13 @@ PLANTS = [
           rejected_by="scales_in_epilogue_sm_90"),
     Plant("W's per-row scales (one per column of C) bounded by M, the rows' size: past column M they read zeros, and "
           "with N > M they miss the last columns",
-          "C's column n.\n            acc = acc * gl.expand_dims(gl.load(w_scale_ptr + cols, mask=cols < N,",
-          "C's column n.\n            acc = acc * gl.expand_dims(gl.load(w_scale_ptr + cols, mask=cols < M,",
+          "C's column n.\n        acc = acc * gl.expand_dims(gl.load(w_scale_ptr + cols, mask=cols < N,",
+          "C's column n.\n        acc = acc * gl.expand_dims(gl.load(w_scale_ptr + cols, mask=cols < M,",
           rejected_by="scales_in_epilogue_sm_90"),
     Plant("the per-tensor scales applied twice (once for each operand, then their product again)",
-          "            acc = acc * gl.load(w_scale_ptr)\n        ### END SOLUTION",
-          "            acc = acc * gl.load(w_scale_ptr)\n        acc = acc * (gl.load(a_scale_ptr) * gl.load(w_scale_ptr))\n"
-          "        ### END SOLUTION", rejected_by="scales_in_epilogue_sm_90"),
+          "        acc = acc * gl.load(w_scale_ptr)\n    ### END SOLUTION",
+          "        acc = acc * gl.load(w_scale_ptr)\n    acc = acc * (gl.load(a_scale_ptr) * gl.load(w_scale_ptr))\n"
+          "    ### END SOLUTION", rejected_by="scales_in_epilogue_sm_90"),
     Plant("a ring of 4 slots beside C's 64 KiB tile: 4 × 48 KiB + 64 KiB = 256 KiB, more than a program may use",
           '"num_warps": 8, "STAGES": 3, "GROUP_M": 8,', '"num_warps": 8, "STAGES": 4, "GROUP_M": 8,',
           rejected_by="config_fits"),
@@ -34,8 +34,8 @@ PLANTS = [
           "acc_tmem, use_acc=i > 0,", "acc_tmem, use_acc=True,", rejected_by="tcgen05_fp8_sm_100"),
     # ---- caught on a GPU ----
     Plant("A's per-row scales read without the tile's offset: every tile of C gets the first tile's rows' scales",
-          "rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n        cols",
-          "rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n        cols",
+          "rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n    cols",
+          "rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n    cols",
           rejected_by="correct_fp8_shapes", gpu=True),
     Plant("use_acc=False: every K step's products overwrite acc instead of adding to it",
           "acc = warpgroup_mma(a_ring.index(slot), w, acc, is_async=True)",

@@ -100,6 +100,29 @@ def load_partition(a_desc, w_desc, a_ring, w_ring, ready, empty, M, N, K, STAGES
 
 
 @gluon.jit
+def apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                 acc_layout: gl.constexpr, A_PER_ROW: gl.constexpr, W_PER_ROW: gl.constexpr):
+    """Tile (pid_m, pid_n) of the fp32 sum times its scales: A's (one, or one per row of C) and W's (one, or one per
+    column of C). Both kernels call it once per tile, after their K loop (Hopper's mma_partition, Blackwell's kernel)."""
+    ### BEGIN SOLUTION: the scales, once per tile: A's (one, or one per row of C) and W's (one, or one per column)
+    # Every product of a sum shares its row's scale of A and its column's scale of W, so the scales multiply the
+    # finished sum: BLOCK_M × BLOCK_N multiplies per tile, not one per product.
+    rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+    cols = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+    if A_PER_ROW:
+        acc = acc * gl.expand_dims(gl.load(a_scale_ptr + rows, mask=rows < M, other=0.0), 1)
+    else:
+        acc = acc * gl.load(a_scale_ptr)
+    if W_PER_ROW:
+        # W's row n holds the weights of C's column n.
+        acc = acc * gl.expand_dims(gl.load(w_scale_ptr + cols, mask=cols < N, other=0.0), 0)
+    else:
+        acc = acc * gl.load(w_scale_ptr)
+    ### END SOLUTION
+    return acc
+
+
+@gluon.jit
 def mma_partition(c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, M, N, K,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr, A_PER_ROW: gl.constexpr,
                   W_PER_ROW: gl.constexpr):
@@ -125,21 +148,8 @@ def mma_partition(c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_s
             step += 1
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
-        ### BEGIN SOLUTION: the scales, once per tile: A's (one, or one per row of C) and W's (one, or one per column)
-        # Every product of a sum shares its row's scale of A and its column's scale of W, so the scales multiply the
-        # finished sum: BLOCK_M × BLOCK_N multiplies per tile, not one per product.
-        rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
-        cols = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
-        if A_PER_ROW:
-            acc = acc * gl.expand_dims(gl.load(a_scale_ptr + rows, mask=rows < M, other=0.0), 1)
-        else:
-            acc = acc * gl.load(a_scale_ptr)
-        if W_PER_ROW:
-            # W's row n holds the weights of C's column n.
-            acc = acc * gl.expand_dims(gl.load(w_scale_ptr + cols, mask=cols < N, other=0.0), 0)
-        else:
-            acc = acc * gl.load(w_scale_ptr)
-        ### END SOLUTION
+        acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout,
+                           A_PER_ROW, W_PER_ROW)
         # Lesson 19's epilogue: the last tile's store done, C's tile into shared memory, fenced, handed to TMA.
         tma.store_wait(0)
         c_smem.store(acc.to(c_desc.dtype))
@@ -312,19 +322,11 @@ def blackwell_matmul_kernel(a_desc, w_desc, c_desc, a_scale_ptr, w_scale_ptr, M,
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
     mbarrier.invalidate(mma_done)
-    # Out of tensor memory into registers, then the same scales as mma_partition's, once per tile.
+    # Out of tensor memory into registers, then the same scales as mma_partition's (apply_scales), once per tile.
     acc_layout: gl.constexpr = acc_tmem.get_reg_layout()
     acc = acc_tmem.load(acc_layout)
-    rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
-    cols = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
-    if A_PER_ROW:
-        acc = acc * gl.expand_dims(gl.load(a_scale_ptr + rows, mask=rows < M, other=0.0), 1)
-    else:
-        acc = acc * gl.load(a_scale_ptr)
-    if W_PER_ROW:
-        acc = acc * gl.expand_dims(gl.load(w_scale_ptr + cols, mask=cols < N, other=0.0), 0)
-    else:
-        acc = acc * gl.load(w_scale_ptr)
+    acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, A_PER_ROW,
+                       W_PER_ROW)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, [BLOCK_M, BLOCK_N], c_desc.layout)
     c_smem.store(acc.to(c_desc.dtype))
     fence_async_shared()
