@@ -86,6 +86,21 @@ def pingpong_load(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES:
 
 
 @gluon.jit
+def take_turn(my_turn, turns, ME: gl.constexpr):
+    """Consumer ME waits for its turn at the tensor cores before its tile's first product (every step's consumers call
+    it: ping-pong, cluster and subtile)."""
+    # TODO gap 1: wait for the turn: consumer 0 starts (its first wait passes), consumer 1 waits for 0's handover
+    gl.static_assert(False, "lesson 33, gap 1 not yet implemented: wait for the turn: consumer 0 starts (its first wait passes), consumer 1 waits for 0's handover")
+
+
+@gluon.jit
+def pass_turn(next_turn):
+    """A consumer hands the tensor cores to the other one once its tile's last product is issued."""
+    # TODO gap 2: every product of this tile is issued: hand the tensor cores to the other consumer
+    gl.static_assert(False, 'lesson 33, gap 2 not yet implemented: every product of this tile is issued: hand the tensor cores to the other consumer')
+
+
+@gluon.jit
 def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next_turn, M, N, K,
                       ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
                       B_KN: gl.constexpr):
@@ -103,8 +118,7 @@ def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, nex
     for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
         pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
         step = local * k_tiles              # where this tile's K steps sit in the producer's sequence
-        # TODO gap 1: wait for the turn: consumer 0 starts (its first wait passes), consumer 1 waits for 0's handover
-        gl.static_assert(False, "lesson 33, gap 1 not yet implemented: wait for the turn: consumer 0 starts (its first wait passes), consumer 1 waits for 0's handover")
+        take_turn(my_turn, turns, ME)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
         for k in range(k_tiles):
             slot = step % STAGES
@@ -114,8 +128,7 @@ def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, nex
             acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
             mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
             step += 1
-        # TODO gap 2: every product of this tile is issued: hand the tensor cores to the other consumer
-        gl.static_assert(False, 'lesson 33, gap 2 not yet implemented: every product of this tile is issued: hand the tensor cores to the other consumer')
+        pass_turn(next_turn)
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
         # Lesson 19's epilogue, into this consumer's own buffer: the other consumer's products run meanwhile.
@@ -185,6 +198,14 @@ def cluster_load(a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K,
 
 
 @gluon.jit
+def release_slot(empty, b_empty, slot, pred):
+    """A consumer of the cluster is done with ring slot ``slot``: A's half of it goes back to this CTA's producer, B's
+    to the cluster's (both CTAs must release it before B's next tile is multicast into it)."""
+    # TODO gap 5: release the slot to this CTA's producer (A's part) and to the cluster's (B's part)
+    gl.static_assert(False, "lesson 33, gap 5 not yet implemented: release the slot to this CTA's producer (A's part) and to the cluster's (B's part)")
+
+
+@gluon.jit
 def cluster_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, my_turn, next_turn, M, N, K,
                      ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
                      B_KN: gl.constexpr):
@@ -201,7 +222,7 @@ def cluster_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, my_t
     for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
         pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
         step = local * k_tiles
-        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
+        take_turn(my_turn, turns, ME)
         acc = gl.zeros([CLUSTER_BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
         for k in range(k_tiles):
             slot = step % STAGES
@@ -209,13 +230,11 @@ def cluster_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, my_t
             b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
             acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)
             acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
-            # TODO gap 5: release the previous step's slot to this CTA's producer and to the cluster's
-            gl.static_assert(False, "lesson 33, gap 5 not yet implemented: release the previous step's slot to this CTA's producer and to the cluster's")
+            release_slot(empty, b_empty, (step + STAGES - 1) % STAGES, k > 0)   # the previous step's slot
             step += 1
-        mbarrier.arrive(next_turn)
+        pass_turn(next_turn)
         acc = warpgroup_mma_wait(0, deps=(acc,))
-        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
-        mbarrier.arrive(b_empty.index((step + STAGES - 1) % STAGES))
+        release_slot(empty, b_empty, (step + STAGES - 1) % STAGES, True)        # the tile's last slot
         tma.store_wait(0)
         c_smem.store(acc.to(c_desc.dtype))
         fence_async_shared()
@@ -343,7 +362,7 @@ def subtile_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next
     for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
         pid_m, pid_n = ordered_tile(tile, num_pid_m, num_pid_n, GROUP_M, SNAKE)
         step = local * k_tiles
-        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
+        take_turn(my_turn, turns, ME)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
         for k in range(k_tiles):
             slot = step % STAGES
@@ -353,7 +372,7 @@ def subtile_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next
             acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
             mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
             step += 1
-        mbarrier.arrive(next_turn)
+        pass_turn(next_turn)
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
         # TODO gap 10: split the accumulator's columns in two halves (registers only) and store each as a subtile

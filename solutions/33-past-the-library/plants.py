@@ -2,8 +2,8 @@
 that must reject it (see gluon_course.grading.checks.Plant)."""
 from gluon_course.grading import Plant
 
-TURN_WAIT = ("        # for phase 0, which consumer 0's first handover completes.\n"
-             "        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))\n")
+TURN_WAIT = ("    # for phase 0, which consumer 0's first handover completes.\n"
+             "    mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))\n")
 CONSUMER_1 = ("ready, empty, turn.index(1), turn.index(0),\n                             M, N, K, 1,")
 
 PLANTS = [
@@ -32,14 +32,14 @@ PLANTS = [
     Plant("no wait for the turn: consumer 1 starts its tile while consumer 0 still multiplies, and its waits on the "
           "ring run more than a trip ahead of the producer (a wait's parity then names an older phase: it reads a "
           "slot the producer is refilling)",
-          TURN_WAIT, "        # for phase 0, which consumer 0's first handover completes.\n", rejected_by="host_model",
+          TURN_WAIT, "    # for phase 0, which consumer 0's first handover completes.\n", rejected_by="host_model",
           gpu=False),
     Plant("consumer 1 takes the first turn (parity ^ ME): it waits for ring slots behind consumer 0's tile, which "
           "waits for the turn: both wait forever",
           TURN_WAIT, TURN_WAIT.replace("^ (1 - ME)", "^ ME"), rejected_by="host_model", gpu=False),
-    Plant("the consumers release A's slot but not B's (no arrive on b_empty in the K loop): the producer waits for "
-          "B's slot forever",
-          "            mbarrier.arrive(b_empty.index(previous), pred=k > 0)\n", "",
+    Plant("the consumers release A's slot but not B's (no arrive on b_empty): the producer waits for B's slot "
+          "forever",
+          "    mbarrier.arrive(b_empty.index(slot), pred=pred)\n", "",
           rejected_by="host_model_cluster", gpu=False),
     Plant("the workers' registers swapped in gl.warp_specialize ([LOAD_REGS, MMA_REGS]): consumer 1, compiled for the "
           "launch's 168 registers a thread, is cut to 40 by setmaxnreg while the producer keeps 232; ptxas says "
@@ -69,9 +69,9 @@ PLANTS = [
     Plant("use_acc=False in the cluster's consumers: every K step's products overwrite acc instead of adding to it",
           "            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)\n"
           "            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))\n"
-          "            ### BEGIN SOLUTION: release",
+          "            release_slot(",
           "            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True, use_acc=False)\n"
           "            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))\n"
-          "            ### BEGIN SOLUTION: release",
+          "            release_slot(",
           rejected_by="correct_tma_shapes", gpu=True),
 ]

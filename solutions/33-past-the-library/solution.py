@@ -84,6 +84,28 @@ def pingpong_load(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES:
 
 
 @gluon.jit
+def take_turn(my_turn, turns, ME: gl.constexpr):
+    """Consumer ME waits for its turn at the tensor cores before its tile's first product (every step's consumers call
+    it: ping-pong, cluster and subtile)."""
+    ### BEGIN SOLUTION: wait for the turn: consumer 0 starts (its first wait passes), consumer 1 waits for 0's handover
+    # The turn barrier of consumer ME completes a phase each time the other consumer hands it over. Consumer 0's
+    # first wait asks for the phase "before phase 0" (parity 1), complete from the start; consumer 1's first asks
+    # for phase 0, which consumer 0's first handover completes.
+    mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
+    ### END SOLUTION
+
+
+@gluon.jit
+def pass_turn(next_turn):
+    """A consumer hands the tensor cores to the other one once its tile's last product is issued."""
+    ### BEGIN SOLUTION: every product of this tile is issued: hand the tensor cores to the other consumer
+    # The last product may still be running; the other consumer's first ones queue behind it, so the tensor cores
+    # never wait for this consumer's epilogue.
+    mbarrier.arrive(next_turn)
+    ### END SOLUTION
+
+
+@gluon.jit
 def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next_turn, M, N, K,
                       ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
                       B_KN: gl.constexpr):
@@ -101,12 +123,7 @@ def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, nex
     for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
         pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
         step = local * k_tiles              # where this tile's K steps sit in the producer's sequence
-        ### BEGIN SOLUTION: wait for the turn: consumer 0 starts (its first wait passes), consumer 1 waits for 0's handover
-        # The turn barrier of consumer ME completes a phase each time the other consumer hands it over. Consumer 0's
-        # first wait asks for the phase "before phase 0" (parity 1), complete from the start; consumer 1's first asks
-        # for phase 0, which consumer 0's first handover completes.
-        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
-        ### END SOLUTION
+        take_turn(my_turn, turns, ME)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
         for k in range(k_tiles):
             slot = step % STAGES
@@ -116,11 +133,7 @@ def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, nex
             acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
             mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
             step += 1
-        ### BEGIN SOLUTION: every product of this tile is issued: hand the tensor cores to the other consumer
-        # The last product may still be running; the other consumer's first ones queue behind it, so the tensor cores
-        # never wait for this consumer's epilogue.
-        mbarrier.arrive(next_turn)
-        ### END SOLUTION
+        pass_turn(next_turn)
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
         # Lesson 19's epilogue, into this consumer's own buffer: the other consumer's products run meanwhile.
@@ -207,6 +220,18 @@ def cluster_load(a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K,
 
 
 @gluon.jit
+def release_slot(empty, b_empty, slot, pred):
+    """A consumer of the cluster is done with ring slot ``slot``: A's half of it goes back to this CTA's producer, B's
+    to the cluster's (both CTAs must release it before B's next tile is multicast into it)."""
+    ### BEGIN SOLUTION: release the slot to this CTA's producer (A's part) and to the cluster's (B's part)
+    # b_empty is the cluster's: both CTAs' consumers arrive on it (on the first CTA's barrier, whose count Gluon
+    # multiplied by the cluster's two CTAs), so the multicast waits for both.
+    mbarrier.arrive(empty.index(slot), pred=pred)
+    mbarrier.arrive(b_empty.index(slot), pred=pred)
+    ### END SOLUTION
+
+
+@gluon.jit
 def cluster_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, my_turn, next_turn, M, N, K,
                      ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
                      B_KN: gl.constexpr):
@@ -223,7 +248,7 @@ def cluster_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, my_t
     for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
         pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
         step = local * k_tiles
-        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
+        take_turn(my_turn, turns, ME)
         acc = gl.zeros([CLUSTER_BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
         for k in range(k_tiles):
             slot = step % STAGES
@@ -231,18 +256,11 @@ def cluster_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, my_t
             b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
             acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)
             acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
-            ### BEGIN SOLUTION: release the previous step's slot to this CTA's producer and to the cluster's
-            # b_empty is the cluster's: both CTAs' consumers arrive on it (on the first CTA's barrier, whose count
-            # Gluon multiplied by the cluster's two CTAs), so the multicast waits for both.
-            previous = (step + STAGES - 1) % STAGES
-            mbarrier.arrive(empty.index(previous), pred=k > 0)
-            mbarrier.arrive(b_empty.index(previous), pred=k > 0)
-            ### END SOLUTION
+            release_slot(empty, b_empty, (step + STAGES - 1) % STAGES, k > 0)   # the previous step's slot
             step += 1
-        mbarrier.arrive(next_turn)
+        pass_turn(next_turn)
         acc = warpgroup_mma_wait(0, deps=(acc,))
-        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
-        mbarrier.arrive(b_empty.index((step + STAGES - 1) % STAGES))
+        release_slot(empty, b_empty, (step + STAGES - 1) % STAGES, True)        # the tile's last slot
         tma.store_wait(0)
         c_smem.store(acc.to(c_desc.dtype))
         fence_async_shared()
@@ -381,7 +399,7 @@ def subtile_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next
     for tile in range(gl.program_id(0) + ME * gl.num_programs(0), num_pid_m * num_pid_n, 2 * gl.num_programs(0)):
         pid_m, pid_n = ordered_tile(tile, num_pid_m, num_pid_n, GROUP_M, SNAKE)
         step = local * k_tiles
-        mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))
+        take_turn(my_turn, turns, ME)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
         for k in range(k_tiles):
             slot = step % STAGES
@@ -391,7 +409,7 @@ def subtile_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next
             acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))
             mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
             step += 1
-        mbarrier.arrive(next_turn)
+        pass_turn(next_turn)
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
         ### BEGIN SOLUTION: split the accumulator's columns in two halves (registers only) and store each as a subtile
