@@ -11,8 +11,7 @@ A table is a JSON file (``results/tuning/<gpu>-linear.json``):
 The rule for a shape the table lacks, in order:
 1. the same (N, K, b) is in the table: the entry of the nearest M (by log₂ M; a tie goes to the larger M), with
    SPLIT_K lowered to what this K allows;
-   (an entry's STREAM_K carries over as it is: the launcher sizes stream-K's shared tiles from the shape);
-2. otherwise by the shape (never stream-K: it is chosen only by a table's entry, once timed on a GPU): M ≤ 64 swaps A and B (a 128-row tile of W, M padded to a power of two ≥ 16) and splits K
+2. otherwise by the shape: M ≤ 64 swaps A and B (a 128-row tile of W, M padded to a power of two ≥ 16) and splits K
    until the work units fill the SMs, up to 8 ways; a shape whose 128 × 128 tiles are fewer than the SMs takes that
    tile and splits K the same way, up to 4; everything else takes lesson 19's 128 × 256 tile.
 """
@@ -55,7 +54,9 @@ def streamk_grid(tiles: int, k_steps: int, sms: int, waves: int) -> tuple[int, i
 
 
 def rule(M: int, N: int, K: int, b_kn: bool = False, sms: int = SMS) -> dict:
-    """Rule 2 of the module's docstring: a configuration from the shape alone."""
+    """Rule 2 of the module's docstring: a configuration from the shape alone; never stream-K, which only a table's
+    entry (timed on a GPU) chooses. Rule 1 carries an entry's STREAM_K over as it is: the launcher sizes stream-K's
+    shared tiles from the shape."""
     k_steps = _cdiv(K, 64)
     if M <= 64:
         width = max(16, 1 << max(0, (M - 1).bit_length()))

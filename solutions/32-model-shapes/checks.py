@@ -114,7 +114,8 @@ def table_configs(mod):
         if key in seen:
             continue
         seen.add(key)
-        problem = fits(_compiled(mod, cfg), cfg["num_warps"], cfg)
+        compiled = _streamk_compiled(mod, cfg) if cfg["STREAM_K"] else _compiled(mod, cfg)
+        problem = fits(compiled, cfg["num_warps"], cfg)
         if problem:
             return f"{M}×{N}×{K}'s configuration {cfg}: {problem}"
     return None
