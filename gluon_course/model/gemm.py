@@ -185,3 +185,71 @@ def linear_launch(kernel, constexprs: dict, split_k: int, swap_ab: bool, program
             raise ModelError(f"split-K's counter of tile {int(left[0])} is {arrivals.values()[left[0]]:g} after the "
                              "launch, not 0: the next call would count from there (reset it in the tile's last unit)")
     return launch
+
+
+def streamk_launch(kernel, constexprs: dict, sk_tiles, swap_ab: bool, programs: int, dtype: str = "bf16",
+                   num_warps: int = 4, order=None, c_dtype: str | None = None):
+    """The launch of lesson 32's ``streamk_kernel(a_desc, b_desc, c_desc, partial_ptr, flags_ptr, M, N, K, SK_TILES,
+    **constexprs)`` on ``programs`` programs, run in ``order`` (``run``'s; a callable of the number of programs may
+    give it). ``sk_tiles(tiles, programs)`` gives SK_TILES. The workspace holds two fp32 tiles per program; the
+    per-tile counters must be back at 0 when the launch ends. ``c_dtype="fp32"`` keeps C in fp32, so that every bit
+    of a sum shows (the determinism check)."""
+    from triton.experimental.gluon import language as gl
+
+    gl_dtype = _gl_dtype(dtype)
+    c_gl = gl.float32 if c_dtype == "fp32" else gl_dtype
+    BM, BN, BK = constexprs["BLOCK_M"], constexprs["BLOCK_N"], constexprs["BLOCK_K"]
+
+    def launch(a_buf, b_buf, c_buf, M, N, K):
+        ka, kb, kM, kN = (b_buf, a_buf, N, M) if swap_ab else (a_buf, b_buf, M, N)
+        blocks = ([BM, BK] if constexprs["A_KM"] else [BK, BM], [BK, BN] if constexprs["B_KN"] else [BN, BK],
+                  [BN, BM] if swap_ab else [BM, BN])
+        dtypes = (gl_dtype, gl_dtype, c_gl)
+        descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, dt),
+                                      element_bytes=4 if dt == gl.float32 else 2)
+                 for buf, block, dt in zip((ka, kb, c_buf), blocks, dtypes)]
+        tiles = -(-kM // BM) * -(-kN // BN)
+        sk = sk_tiles(tiles, programs)
+        grid = min(programs, max(1, sk * -(-K // BK))) if sk else min(programs, tiles)
+        partial = Buffer("stream-K partials", np.zeros(2 * grid * BM * BN, np.float32), gl.float32)
+        flags = Buffer("stream-K counters", np.zeros(tiles, np.float32), gl.int32)
+        runs = run_kernel(kernel, grid, *descs, Pointer(partial), Pointer(flags), kM, kN, K, sk, num_warps=num_warps,
+                          order=order(grid) if callable(order) else order, **constexprs)
+        left = np.flatnonzero(flags.values())
+        if left.size:
+            raise ModelError(f"stream-K's counter of tile {int(left[0])} is {flags.values()[left[0]]:g} after the "
+                             "launch, not 0: the next call would count from there (reset it when the tile is done)")
+        return runs
+    return launch
+
+
+def same_bits_in_any_order(make_launch, shapes, orders, b_layout: str = "row", dtype: str = "bf16") -> str | None:
+    """None when a launch gives C with the same bits under every program order of ``orders`` (names → ``run``'s
+    ``order``, or a callable of the number of programs); else one sentence. ``make_launch(order)`` builds the launch,
+    with C in fp32; the operands are random bf16-exact values (not small integers), so that adding the same
+    numbers in another order changes the low bits of the sums."""
+    gl_dtype = _gl_dtype(dtype)
+    from triton.experimental.gluon import language as gl
+
+    for M, N, K in shapes:
+        rng = np.random.default_rng(M * 131 + N * 7 + K)
+        a = round_to(rng.standard_normal((M, K)).astype(np.float32), gl_dtype)
+        b = round_to(rng.standard_normal((K, N)).astype(np.float32), gl_dtype)
+        first = None
+        for name, order in orders.items():
+            a_buf = Buffer("A", a, gl_dtype)
+            b_buf = Buffer("B", b.T.copy() if b_layout == "col" else b, gl_dtype)
+            c_buf = Buffer("C", np.zeros((M, N), np.float32), gl.float32, poison=True)
+            try:
+                make_launch(order)(a_buf, b_buf, c_buf, M, N, K)
+            except ModelError as e:
+                return f"in the host model, {M}×{N}×{K}, programs {name}: {e}"
+            got = c_buf.values().copy()
+            if first is None:
+                first = (name, got)
+            elif not np.array_equal(got.view(np.uint32), first[1].view(np.uint32)):
+                i, j = map(int, np.argwhere(got.view(np.uint32) != first[1].view(np.uint32))[0])
+                return (f"in the host model, {M}×{N}×{K}: C[{i}, {j}] is {got[i, j]!r} with the programs run "
+                        f"{name} but {first[1][i, j]!r} run {first[0]}: a shared tile's partials are added in an "
+                        "order that depends on which program arrives last")
+    return None

@@ -170,7 +170,10 @@ def unmodelled(error: BaseException) -> ModelUnsupported | None:
     return None
 
 
-def run(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:
+_LAUNCHES = itertools.count(1)
+
+
+def run(kernel, grid, *args, num_warps: int = 4, order=None, **kwargs) -> list[Program]:
     """Run ``kernel`` over ``grid`` (an int or a tuple of up to 3) with ``args`` (model buffers' pointers,
     descriptors, ints) and ``kwargs`` (the constexprs, by name). Returns each program's state (its trace).
 
@@ -180,14 +183,23 @@ def run(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:
 
     Each program runs with scalars where the GPU has scalars (its program id, the integer arguments and what is
     computed from them are Python ints or one-element arrays), so Python control flow on them (``if``, a ternary,
-    ``and``/``or``) and builtin ``min``/``max`` run as Triton compiles them."""
+    ``and``/``or``) and builtin ``min``/``max`` run as Triton compiles them.
+
+    ``order``: the programs' numbers (x fastest) in the order the model runs them, one after another; by default
+    0, 1, 2, …. Any order is a schedule a GPU can produce for a kernel whose programs never wait on one another."""
     body = patched(kernel)
     grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
     grid = grid + (1,) * (3 - len(grid))
     programs = []
-    for pid_z, pid_y, pid_x in itertools.product(*(range(g) for g in reversed(grid))):
-        pid = (pid_x, pid_y, pid_z)
+    launch = next(_LAUNCHES)
+    pids = [(x, y, z) for z, y, x in itertools.product(*(range(g) for g in reversed(grid)))]
+    numbers = range(len(pids)) if order is None else [int(i) for i in order]
+    if sorted(numbers) != list(range(len(pids))):
+        raise ValueError(f"order must list each of the {len(pids)} programs once")
+    for number in numbers:
+        pid = pids[number]
         prog = Program(pid, grid, num_warps)
+        prog.index, prog.launch = number, launch
         part = Partition("program", pid, grid, num_warps)
         prog.partitions = [part]
         try:

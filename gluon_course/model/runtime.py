@@ -71,16 +71,79 @@ class Buffer:
                 f"{what} {self.name} outside its {self.size} elements (element offset {first} from its start, "
                 f"{int(bad.sum())} element(s) in all): a mask is missing or bounds the wrong axis")
 
-    def read(self, offsets: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def read(self, offsets: np.ndarray, mask: np.ndarray, atomic: bool = False) -> np.ndarray:
         self._check(offsets[mask], "reads")
+        if not atomic:
+            _require_visible(self, offsets[mask])
         out = np.full(offsets.shape, np.nan, dtype=np.float32)
         out[mask] = self.data[offsets[mask] + self.MARGIN]
         return out
 
-    def write(self, offsets: np.ndarray, values: np.ndarray, mask: np.ndarray) -> None:
+    def write(self, offsets: np.ndarray, values: np.ndarray, mask: np.ndarray, atomic: bool = False) -> None:
         self._check(offsets[mask], "writes")
         self.data[offsets[mask] + self.MARGIN] = values[mask]
         np.add.at(self.writes, offsets[mask], 1)
+        prog = getattr(_LOCAL, "program", None)
+        if prog is not None and not atomic:
+            _record_store(self, prog, offsets[mask])
+
+
+# -- one program's stores as another program sees them ----------------------------------------------
+# The model runs a launch's programs one after another, so a program always finds every earlier program's stores in
+# memory; on a GPU it may read another SM's store only after acquiring a release that follows it. The model tracks
+# that order: each program numbers its stores; a release atomic (sem "release" or "acq_rel", Triton's default)
+# leaves at its address what the releasing program has stored and seen so far; an acquire there adds it to what the
+# acquiring program has seen; a plain load of an element another program of the same launch stored must be covered.
+# Atomics themselves are exempt (their read-modify-write is ordered by the address). Program-level: the barrier
+# among a partition's threads before a release is the separate rule of ``shims._require_announced``.
+
+def _record_store(buffer: "Buffer", prog, offsets: np.ndarray) -> None:
+    if buffer.__dict__.get("_writer") is None:
+        buffer._writer = np.full(buffer.size, -1, dtype=np.int64)
+        buffer._store_no = np.zeros(buffer.size, dtype=np.int64)
+        buffer._launch = np.full(buffer.size, -1, dtype=np.int64)
+    prog.stores += 1
+    buffer._writer[offsets] = prog.index
+    buffer._store_no[offsets] = prog.stores
+    buffer._launch[offsets] = prog.launch
+
+
+def _require_visible(buffer: "Buffer", offsets: np.ndarray) -> None:
+    prog = getattr(_LOCAL, "program", None)
+    writer = buffer.__dict__.get("_writer")
+    if prog is None or writer is None or offsets.size == 0:
+        return
+    others = (buffer._launch[offsets] == prog.launch) & (writer[offsets] != prog.index) & (writer[offsets] >= 0)
+    if not others.any():
+        return
+    who, numbers = writer[offsets][others], buffer._store_no[offsets][others]
+    seen = np.array([prog.seen.get(int(w), 0) for w in who])
+    unseen = numbers > seen
+    if unseen.any():
+        first = int(np.flatnonzero(unseen)[0])
+        raise ModelRace(
+            f"program {prog.index} reads {buffer.name} (element {int(offsets[others][first])}), which program "
+            f"{int(who[first])} stored after every release of its that program {prog.index} has acquired: on a GPU "
+            "it may read what was there before; read another program's data only after an acquire (an atomic with "
+            "sem='acquire' or 'acq_rel') of a release that the writer made after storing it")
+
+
+def atomic_order(buffer: "Buffer", offsets: np.ndarray, sem) -> None:
+    """The memory order of an atomic on ``buffer`` at ``offsets`` (see above): acquire, then release."""
+    prog = getattr(_LOCAL, "program", None)
+    if prog is None:
+        return
+    released = buffer.__dict__.setdefault("_released", {})
+    for off in np.asarray(offsets).reshape(-1).tolist():
+        key = (prog.launch, int(off))
+        if sem in (None, "acquire", "acq_rel"):
+            for w, n in released.get(key, {}).items():
+                prog.seen[w] = max(prog.seen.get(w, 0), n)
+        if sem in (None, "release", "acq_rel"):
+            merged = dict(released.get(key, {}))
+            for w, n in list(prog.seen.items()) + [(prog.index, prog.stores)]:
+                merged[w] = max(merged.get(w, 0), n)
+            released[key] = merged
 
 
 # -- shared memory ---------------------------------------------------------------------------------
@@ -174,6 +237,9 @@ class Program:
         self.error: BaseException | None = None
         self.trace: list = []
         self.step = 0
+        # Where the program stands among its launch's (runtime's atomic_order): its number in the grid, the launch,
+        # how many global stores it has made, and how far it has seen each other program's stores.
+        self.index, self.launch, self.stores, self.seen = 0, 0, 0, {}
 
     def log(self, partition: Partition, what: str, **details) -> None:
         self.step += 1

@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from .runtime import (Buffer, ModelError, ModelOutOfBounds, ModelRace, ModelUnsupported, SharedRoot, block_until,
-                      current, program, Partition, yield_turn)
+                      atomic_order, current, program, Partition, yield_turn)
 
 
 # -- values ----------------------------------------------------------------------------------------
@@ -156,18 +156,19 @@ def _cta_barrier(*args, **kwargs):
     current().unbarriered_stores = False
 
 
-def _atomic(pointer, update, what: str):
+def _atomic(pointer, update, what: str, sem=None):
     """An atomic read-modify-write of global memory: every element of ``pointer`` read, replaced by
     ``update(old)``, and the old values returned. The model runs one program at a time, so each atomic sees every
-    write made before it; what ordering the GPU needs around it (sem=, a barrier before it) is the kernel's to get
-    right, and only a GPU run tests it."""
+    write made before it; the order it gives other programs' loads (sem=) is tracked by ``runtime.atomic_order``, and
+    the barrier a scalar release needs before it by ``_require_announced``."""
     if not isinstance(pointer, Pointer):
         raise ModelUnsupported(f"gl.{what} on something other than a pointer")
     offsets = np.asarray(pointer.offsets)
     everywhere = np.ones(offsets.shape, dtype=bool)
-    old = pointer.buffer.read(offsets, everywhere)
+    old = pointer.buffer.read(offsets, everywhere, atomic=True)
     pointer.buffer.write(offsets, round_to(np.asarray(update(old), dtype=np.float32), pointer.buffer.dtype),
-                         everywhere)
+                         everywhere, atomic=True)
+    atomic_order(pointer.buffer, offsets, sem)
     program().log(current(), what, buffer=pointer.buffer.name)
     return as_tensor(old)
 
@@ -176,7 +177,7 @@ def atomic_add(pointer, val, mask=None, sem=None, scope=None):
     if mask is not None:
         raise ModelUnsupported("a masked gl.atomic_add")
     _require_announced(pointer, sem)
-    return _atomic(pointer, lambda old: old + np.asarray(value_of(val), dtype=np.float32), "atomic_add")
+    return _atomic(pointer, lambda old: old + np.asarray(value_of(val), dtype=np.float32), "atomic_add", sem)
 
 
 def _require_announced(pointer, sem) -> None:
@@ -192,7 +193,7 @@ def atomic_xchg(pointer, val, mask=None, sem=None, scope=None):
     if mask is not None:
         raise ModelUnsupported("a masked gl.atomic_xchg")
     return _atomic(pointer, lambda old: np.broadcast_to(np.asarray(value_of(val), dtype=np.float32), old.shape),
-                   "atomic_xchg")
+                   "atomic_xchg", sem)
 
 
 # -- shared memory ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from pathlib import Path
 # The SM count the rule plans for when it is not told (an H100 SXM or H200 has 132).
 SMS = 132
 BASE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8, "LOAD_REGS": 40,
-        "SPLIT_K": 1, "SWAP_AB": False}
+        "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0}
 KEYS = tuple(BASE)
 
 
@@ -42,8 +42,21 @@ def _splits(units: int, k_steps: int, sms: int, most: int) -> int:
     return split
 
 
+def streamk_grid(tiles: int, k_steps: int, sms: int, waves: int) -> tuple[int, int]:
+    """Stream-K's (programs, SK_TILES) for ``STREAM_K = waves`` ≥ 1: the tiles of the last, partial wave and
+    ``waves − 1`` full waves before it are shared step by step (all of them when there are fewer), the rest go whole;
+    no more programs than shared K steps, so no program's range is empty. SK_TILES = 0 (the tiles fill whole waves
+    and ``waves`` is 1) leaves every tile whole."""
+    if waves < 1:
+        raise ValueError(f"STREAM_K={waves!r}: 0 for no stream-K, or the waves of tiles it shares (1 or more)")
+    sk = min(tiles, tiles % sms + (waves - 1) * sms)
+    return (min(sms, sk * k_steps) if sk else min(sms, tiles)), sk
+
+
 def rule(M: int, N: int, K: int, b_kn: bool = False, sms: int = SMS) -> dict:
-    """Rule 2 of the module's docstring: a configuration from the shape alone."""
+    """Rule 2 of the module's docstring: a configuration from the shape alone; never stream-K, which only a table's
+    entry (timed on a GPU) chooses. Rule 1 carries an entry's STREAM_K over as it is: the launcher sizes stream-K's
+    shared tiles from the shape."""
     k_steps = _cdiv(K, 64)
     if M <= 64:
         width = max(16, 1 << max(0, (M - 1).bit_length()))
@@ -109,6 +122,12 @@ SWAP_RINGS = ((64, 4), (64, 8), (128, 4))          # (BLOCK_K, STAGES): the ring
 # Triton 3.9.0 (triton/_utils.py, validate_block_shape), the accumulator's included.
 MORE_TILES = ((128, 64, 64, 8, 4), (64, 128, 64, 8, 4), (64, 64, 64, 8, 4), (128, 128, 64, 5, 8))
 MORE_SWAP_RINGS = ((64, 6), (128, 3))
+# Stream-K (lesson 32's streamk_kernel, added after the second tuning run; not yet timed on a GPU): the tiles whose
+# stream-K kernel fits one SM with no spills on sm_90 (lesson 32's check streamk_sm_90 compiles each). 128 × 256 with
+# 8 warps spills there (104 bytes; split-K's kernel spills at that tile too), so it is not one of them.
+STREAMK_TILES = ((128, 128, 64, 4, 4), (128, 128, 64, 6, 4), (128, 128, 64, 4, 8), (64, 256, 64, 4, 4),
+                 (64, 128, 64, 6, 4), (128, 64, 64, 8, 4))
+STREAMK_SWAP_RINGS = ((64, 4), (128, 4))
 SHARED_BYTES = 227 * 1024          # what one program may use on Hopper (232448 bytes)
 
 
@@ -152,14 +171,45 @@ def _key(cfg: dict) -> tuple:
 
 
 def new_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
-    """What the space gained after the first table: MORE_TILES, splits of 6 and 8 ways for every tile, and the
-    rings of MORE_SWAP_RINGS; only the configurations the first space lacks."""
+    """What the space gained after the first table: MORE_TILES, splits of 6 and 8 ways for every tile, the
+    rings of MORE_SWAP_RINGS, and stream-K (streamk_candidates); only the configurations the first space lacks."""
     first = {_key(c) for c in first_candidates(M, N, K, sms)}
     found, seen = [], set()
-    for c in _space(M, N, K, sms, TILES + MORE_TILES, (1, 2, 3, 4, 6, 8), SWAP_RINGS + MORE_SWAP_RINGS):
+    for c in (_space(M, N, K, sms, TILES + MORE_TILES, (1, 2, 3, 4, 6, 8), SWAP_RINGS + MORE_SWAP_RINGS)
+              + streamk_candidates(M, N, K, sms)):
         if _key(c) not in first and _key(c) not in seen:
             seen.add(_key(c))
             found.append(c)
+    return found
+
+
+def streamk_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
+    """Stream-K over the last partial wave (STREAM_K = 1) and over it and one full wave more (2), for each tile of
+    STREAMK_TILES whose tiles leave a wave partly empty and make fewer than four waves; swap-AB's tiles (64 or 128
+    rows of W, the rings of STREAMK_SWAP_RINGS) for M ≤ 128. A setting that shares no tile, or the same tiles as
+    the one before it, is left out."""
+    found = []
+
+    def add(cfg, tiles, k_steps):
+        if tiles % sms == 0 or tiles >= 4 * sms:
+            return
+        shared = set()
+        for waves in (1, 2):
+            sk = streamk_grid(tiles, k_steps, sms, waves)[1]
+            if sk and sk not in shared:
+                shared.add(sk)
+                found.append({**cfg, "STREAM_K": waves})
+
+    for bm, bn, bk, stages, warps in STREAMK_TILES:
+        add({**BASE, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages, "num_warps": warps},
+            _cdiv(M, bm) * _cdiv(N, bn), _cdiv(K, bk))
+    if M <= 128:
+        width = max(16, 1 << max(0, (M - 1).bit_length()))
+        for rows in SWAP_ROWS:
+            for block_k, stages in STREAMK_SWAP_RINGS:
+                if _ring_fits(rows, width, block_k, stages, rows * width * 2):
+                    add({**BASE, "BLOCK_M": rows, "BLOCK_N": width, "BLOCK_K": block_k, "STAGES": stages,
+                         "num_warps": 4, "SWAP_AB": True}, _cdiv(N, rows), _cdiv(K, block_k))
     return found
 
 

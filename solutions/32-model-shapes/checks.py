@@ -114,7 +114,8 @@ def table_configs(mod):
         if key in seen:
             continue
         seen.add(key)
-        problem = fits(_compiled(mod, cfg), cfg["num_warps"], cfg)
+        compiled = _streamk_compiled(mod, cfg) if cfg["STREAM_K"] else _compiled(mod, cfg)
+        problem = fits(compiled, cfg["num_warps"], cfg)
         if problem:
             return f"{M}×{N}×{K}'s configuration {cfg}: {problem}"
     return None
@@ -145,6 +146,135 @@ def dispatch(mod):
                       "(tools/gpu/tune_linear.py writes the table on a GPU)")
     return Passed(f"the table ({table.provenance.get('gpu')}, {table.provenance.get('date')}) lists all "
                   f"{len(MODEL_SHAPES)} model shapes")
+
+
+# -- stream-K ------------------------------------------------------------------------------------
+
+# Small tiles for the host model; "every tile": STREAM_K = 3 on the model's few programs shares all of them (a
+# program's range may then hold shared tiles at both ends and whole ones between), "after data-parallel tiles":
+# STREAM_K = 1 shares only the last partial wave.
+STREAMK_PATHS = {"stream-K, every tile": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3,
+                                           "STREAM_K": 3}, 7),
+                 "stream-K after data-parallel tiles": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3,
+                                                         "STREAM_K": 1}, 4),
+                 "swap-AB, stream-K": ({"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3, "SWAP_AB": True,
+                                        "STREAM_K": 1}, 5)}
+# Odd M from 1 up (8193 scaled down to what the model runs), N and K multiples of 8.
+STREAMK_PROBLEMS = ((1, 72, 520), (17, 136, 392), (129, 264, 200), (300, 40, 136), (513, 24, 72))
+# 17 × 136 × 392 on 9 programs: 3 tiles of 7 K steps, 21 steps, 2 or 3 per program: tile 0 is shared by 3 programs,
+# the least for which the order of additions can change a sum's bits (a + b and b + a are the same in fp32).
+DETERMINISM = ((17, 136, 392), 9)
+ORDERS = {"first to last": None, "last to first": lambda n: list(range(n))[::-1],
+          "odd ones first": lambda n: list(range(1, n, 2)) + list(range(0, n, 2))}
+
+
+def _streamk_launch(mod, cfg, b_layout, programs, order=None, c_dtype=None):
+    from gluon_course.model import gemm as model_gemm
+    from gluon_course.nvidia.dispatch import streamk_grid
+
+    ce = {k: v for k, v in mod.kernel_args(cfg, cfg["SWAP_AB"], b_layout == "row").items() if k != "SPLIT"}
+    k_steps = lambda K: -(-K // cfg["BLOCK_K"])                                          # noqa: E731
+    launch = {}
+
+    def sk_tiles(tiles, n):
+        return streamk_grid(tiles, launch["k_steps"], n, cfg["STREAM_K"])[1]
+
+    inner = model_gemm.streamk_launch(mod.streamk_kernel, ce, sk_tiles, cfg["SWAP_AB"], programs,
+                                      num_warps=cfg["num_warps"], order=order, c_dtype=c_dtype)
+
+    def run(a, b, c, M, N, K):
+        launch["k_steps"] = k_steps(K)
+        return inner(a, b, c, M, N, K)
+    return run
+
+
+def streamk_host_model(mod):
+    """Each stream-K path, B either way, programs run first to last and last to first, in the host model: C exact, each element written once, every partial read
+    only after an acquire of the release that follows its store, every counter back at 0; and C's bits the same
+    whichever program arrives last at a tile three programs share (the programs run in three orders, C kept in
+    fp32, random bf16 operands). No program waits for another, so every program runs to its end alone in each order."""
+    from gluon_course.grading import NotChecked
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import gemm as model_gemm
+
+    try:
+        for what, (overrides, programs) in STREAMK_PATHS.items():
+            cfg = {**mod.CONFIG, **overrides}
+            for b_layout in ("col", "row"):
+                for order in ("first to last", "last to first"):
+                    problem = model_gemm.check(_streamk_launch(mod, cfg, b_layout, programs, ORDERS[order]),
+                                               STREAMK_PROBLEMS, b_layout=b_layout)
+                    if problem:
+                        return (f"{what}, B {'K × N' if b_layout == 'row' else 'as w.t()'}, programs run {order}: "
+                                f"{problem}")
+        (shape, programs) = DETERMINISM
+        cfg = {**mod.CONFIG, **STREAMK_PATHS["stream-K, every tile"][0]}
+        problem = model_gemm.same_bits_in_any_order(
+            lambda order: _streamk_launch(mod, cfg, "col", programs, order=order, c_dtype="fp32"), [shape], ORDERS,
+            b_layout="col")
+    except ModelUnsupported as e:
+        return NotChecked(f"the host model does not model {e}")
+    return f"stream-K, every tile: {problem}" if problem else None
+
+
+def _streamk_compiled(mod, overrides, b_kn=False):
+    from triton.experimental.gluon import language as gl
+
+    cfg = {**mod.CONFIG, **overrides}
+    ce = {k: v for k, v in mod.kernel_args(cfg, cfg["SWAP_AB"], b_kn).items() if k != "SPLIT"}
+    BM, BN, BK = ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"]
+
+    def desc(block):
+        return tensor_descriptor_type("bf16", block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+
+    blocks = ([BM, BK] if ce["A_KM"] else [BK, BM], [BK, BN] if ce["B_KN"] else [BN, BK],
+              [BN, BM] if cfg["SWAP_AB"] else [BM, BN])
+    signature = {"a_desc": desc(blocks[0]), "b_desc": desc(blocks[1]), "c_desc": desc(blocks[2]),
+                 "partial_ptr": "*fp32", "flags_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32", "SK_TILES": "i32"}
+    return compile_cached(mod.streamk_kernel, "sm_90", signature=signature, constexprs=ce,
+                          aligned=("partial_ptr", "flags_ptr"), num_warps=cfg["num_warps"])
+
+
+# The stream-K kernel holds C's tile by TMA twice (a tile had whole; a shared tile's sum), one atomic add and one
+# reset, the release fence.
+STREAMK_OPS = {"ATOMG.E.ADD.STRONG.GPU": 1, "ATOMG.E.EXCH.STRONG.GPU": 1, "MEMBAR.ALL.GPU": 1, "UTMASTG.2D": 2}
+
+
+def streamk_configs(mod):
+    """sm_90: every stream-K configuration of the tuning space (dispatch.streamk_candidates on the model shapes)
+    compiles and fits one SM with no spills; its listing holds the protocol: partials stored, the consumers'
+    barrier, the release and the atomic add in that order, the partials read back from L2 (.cg), the reset."""
+    from gluon_course.measure.gemm import MODEL_SHAPES
+    from gluon_course.nvidia.dispatch import streamk_candidates
+
+    seen = set()
+    for M, N, K in MODEL_SHAPES:
+        for cfg in streamk_candidates(M, N, K):
+            key = tuple(cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SWAP_AB"))
+            if key in seen:
+                continue
+            seen.add(key)
+            k = _streamk_compiled(mod, cfg)
+            problem = fits(k, cfg["num_warps"], {**mod.CONFIG, **cfg})
+            if problem:
+                return f"stream-K at {dict(zip(('BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'STAGES', 'num_warps', 'SWAP_AB'), key))}: {problem}"
+            if len(seen) == 1:
+                problem = mismatch({op: k.count(op) for op in STREAMK_OPS}, STREAMK_OPS, "in the whole kernel", "bf16",
+                                   why=SPLIT_HINTS)
+                if problem:
+                    return problem
+                at = [(i.address, i.opcode, i.text) for i in k.instructions()]
+                atomic = next(a for a, op, _ in at if op == "ATOMG.E.ADD.STRONG.GPU")
+                stores = [a for a, op, _ in at if op.startswith("STG.E") and a < atomic]
+                fence = [a for a, op, _ in at if op == "MEMBAR.ALL.GPU" and (stores or [atomic])[-1] < a < atomic]
+                if not stores or not fence:
+                    return ("stream-K: the partial is not stored, then fenced (release), before the atomic add that "
+                            "announces it")
+                reads = [text for a, op, text in at if op.startswith("LDG") and a > atomic]
+                if not reads or any("STRONG.GPU" not in t for t in reads):
+                    return ("stream-K: the last program reads the partials without cache_modifier='.cg' (LDG without "
+                            "STRONG.GPU): this SM's L1 may serve a stale line instead of another SM's partial in L2")
+    return None
 
 
 # -- on a GPU ------------------------------------------------------------------------------------
@@ -334,6 +464,13 @@ CHECKS = LessonChecks(
               "one SM with no spills", table_configs, target="sm_90"),
         Check("dispatch", "the table lists the model shapes; any shape (odd M, other N and K) gets a configuration "
               "with no empty slice of K, and its plan builds (CPU tensors)", dispatch),
+        Check("streamk_host_model", "the host model runs streamk_kernel (every tile shared, the last wave shared, "
+              "swap-AB; B either way; odd M from 1 to 513): C exact, each element written once, every partial read "
+              "after the release that follows it, the counters back at 0, the same bits whichever program arrives "
+              "last", streamk_host_model),
+        Check("streamk_sm_90", "sm_90: every stream-K configuration of the tuning space fits one SM with no spills; "
+              "the partial stored, the release fence and the atomic add, the partials read from L2 (.cg), the reset",
+              streamk_configs, target="sm_90"),
     ],
     correctness=[
         Check("correct_paths", "every path (a tile; K split; swap-AB; swap-AB with K split 4 and 8 ways) and the "

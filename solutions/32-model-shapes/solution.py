@@ -8,7 +8,8 @@ each summing a slice of K and the last to finish adding the slices in a fixed or
 on every run), and **swap-AB**, which computes Cᵀ = W·Aᵀ so that N, not the small M, fills the 64-row side of wgmma.
 A table tuned on the GPU says which tile, split and operand order each shape gets; plans kept as lesson 31 keeps them
 (the toolkit's ``gluon_course.nvidia.launch``: signature, descriptors by address, CUtensorMaps encoded once) keep the
-choice.
+choice. A third way, **stream-K** (``streamk_kernel``), shares the whole problem's K steps evenly among the programs,
+against wave quantization; it is in the tuning space, not yet timed on a GPU.
 """
 from collections import OrderedDict
 
@@ -20,7 +21,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from gluon_course.nvidia import launch as kept
-from gluon_course.nvidia.dispatch import DispatchTable, table_for
+from gluon_course.nvidia.dispatch import DispatchTable, streamk_grid, table_for
 from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.nvidia.tiles import grouped_tile
 from gluon_course.validate import require_matmul_args
@@ -28,7 +29,7 @@ from gluon_course.validate import require_matmul_args
 GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 # Lesson 19's configuration: what a shape gets when neither the table nor the rule says otherwise.
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8,
-          "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False}
+          "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0}
 
 
 def wgmma_layout(num_warps: int, BLOCK_N: int):
@@ -65,18 +66,28 @@ def load_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT_
     for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
         tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
         for k in range(k_first, k_last):
-            slot = step % STAGES
-            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            if A_KM:
-                tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
-            else:
-                tma.async_load(a_desc, [k * BLOCK_K, pid_m * BLOCK_M], ready.index(slot), a_ring.index(slot))
-            if B_KN:
-                tma.async_load(b_desc, [k * BLOCK_K, pid_n * BLOCK_N], ready.index(slot), b_ring.index(slot))
-            else:
-                tma.async_load(b_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), b_ring.index(slot))
+            load_step(a_desc, b_desc, a_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES, A_KM, B_KN)
             step += 1
+
+
+@gluon.jit
+def load_step(a_desc, b_desc, a_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES: gl.constexpr,
+              A_KM: gl.constexpr, B_KN: gl.constexpr):
+    """One K step of the producer: wait for the ring's slot to be free, announce its bytes, load A's and B's tiles."""
+    BLOCK_M: gl.constexpr = a_desc.block_shape[0] if A_KM else a_desc.block_shape[1]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1] if A_KM else a_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
+    slot = step % STAGES
+    mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+    mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+    if A_KM:
+        tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
+    else:
+        tma.async_load(a_desc, [k * BLOCK_K, pid_m * BLOCK_M], ready.index(slot), a_ring.index(slot))
+    if B_KN:
+        tma.async_load(b_desc, [k * BLOCK_K, pid_n * BLOCK_N], ready.index(slot), b_ring.index(slot))
+    else:
+        tma.async_load(b_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), b_ring.index(slot))
 
 
 @gluon.jit
@@ -177,6 +188,182 @@ def linear_kernel(a_desc, b_desc, c_desc, partial_ptr, arrivals_ptr, M, N, K, SP
         mbarrier.invalidate(empty.index(s))
 
 
+# -- Stream-K: the K steps of the whole problem shared evenly ------------------------------------------------------
+# The variant here: "stream-K, last to arrive reduces", with data-parallel tiles after it. The first SK_TILES tiles
+# (in the grouped order) are one run of SK_TILES × k_tiles K steps cut into as many equal ranges as there are
+# programs; a range may start and end inside a tile. The other tiles go whole to the programs in turn, as the
+# persistent loop above gives them. A tile that several programs share is finished by the last of them to arrive
+# at its counter (as split-K's is): it adds every program's fp32 partial in program order, so the bits do not depend
+# on who arrives last. No program ever waits for another, so nothing depends on which programs are resident at once.
+
+@gluon.jit
+def streamk_units(programs, tiles, SK_TILES, k_tiles):
+    """How many units program ``gl.program_id(0)`` runs: the tiles its stream-K range touches, then its share of the
+    data-parallel tiles. The launcher keeps ``programs`` ≤ SK_TILES × k_tiles (or SK_TILES = 0), so no range is
+    empty."""
+    pid = gl.program_id(0)
+    sk_steps = SK_TILES * k_tiles
+    begin = pid * sk_steps // programs
+    end = (pid + 1) * sk_steps // programs
+    return (end + k_tiles - 1) // k_tiles - begin // k_tiles + (tiles - SK_TILES - pid + programs - 1) // programs
+
+
+@gluon.jit
+def streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
+    """Unit ``i`` of this program: its tile (number and grouped coordinates), the K steps [k0, k1) it sums and the
+    first and last programs that share the tile (q0 == q1: this program has it whole)."""
+    pid = gl.program_id(0)
+    sk_steps = SK_TILES * k_tiles
+    begin = pid * sk_steps // programs
+    end = (pid + 1) * sk_steps // programs
+    touched = (end + k_tiles - 1) // k_tiles - begin // k_tiles
+    tile = SK_TILES + pid + (i - touched) * programs
+    k0 = 0
+    k1 = k_tiles
+    q0 = pid
+    q1 = pid
+    if i < touched:
+        tile = begin // k_tiles + i
+        k0 = max(begin - tile * k_tiles, 0)
+        k1 = min(end - tile * k_tiles, k_tiles)
+        # Program q's range starts at q·sk_steps // programs: the owner of step s is ((s + 1)·programs − 1) // sk_steps.
+        q0 = ((tile * k_tiles + 1) * programs - 1) // sk_steps
+        q1 = ((tile + 1) * k_tiles * programs - 1) // sk_steps
+    pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+    return tile, pid_m, pid_n, k0, k1, q0, q1
+
+
+@gluon.jit
+def streamk_slot(q, tile, programs, sk_steps, k_tiles):
+    """Where program ``q`` keeps its partial of ``tile``: two slots per program, 2q for the first tile its range
+    touches and 2q + 1 for its last (a range shares at most those two: the tiles between are its alone)."""
+    return 2 * q + min(tile - (q * sk_steps // programs) // k_tiles, 1)
+
+
+@gluon.jit
+def tile_offsets(BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr):
+    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+    return rows[:, None] * BLOCK_N + cols[None, :]
+
+
+@gluon.jit
+def share_partial(acc, partial_ptr, flags_ptr, tile, slot, acc_layout: gl.constexpr):
+    """Store this program's fp32 partial of a shared tile in its slot, then count it in the tile's counter: the
+    consumers' barrier first (every thread's part stored), then one thread's atomic, whose release publishes the
+    partial to the program that acquires the count. Returns the count before this arrival."""
+    BLOCK_M: gl.constexpr = acc.shape[0]
+    BLOCK_N: gl.constexpr = acc.shape[1]
+    gl.store(partial_ptr + slot * (BLOCK_M * BLOCK_N) + tile_offsets(BLOCK_M, BLOCK_N, acc_layout), acc)
+    gl.barrier()
+    return gl.atomic_add(flags_ptr + tile, 1, sem="acq_rel", scope="gpu")
+
+
+@gluon.jit
+def add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M: gl.constexpr,
+                 BLOCK_N: gl.constexpr, acc_layout: gl.constexpr):
+    """The tile's partials added in program order, q0's first, read from L2 (.cg): the same additions in the same
+    order whichever program arrived last."""
+    in_tile = tile_offsets(BLOCK_M, BLOCK_N, acc_layout)
+    total = gl.load(partial_ptr + streamk_slot(q0, tile, programs, sk_steps, k_tiles) * (BLOCK_M * BLOCK_N)
+                    + in_tile, cache_modifier=".cg")
+    for q in range(q0 + 1, q1 + 1):
+        total += gl.load(partial_ptr + streamk_slot(q, tile, programs, sk_steps, k_tiles) * (BLOCK_M * BLOCK_N)
+                         + in_tile, cache_modifier=".cg")
+    return total
+
+
+@gluon.jit
+def streamk_load_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SK_TILES, STAGES: gl.constexpr,
+                           GROUP_M: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr):
+    """The producer of the stream-K kernel: load_partition's K steps, unit by unit of streamk_unit."""
+    BLOCK_M: gl.constexpr = a_desc.block_shape[0] if A_KM else a_desc.block_shape[1]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1] if A_KM else a_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    programs = gl.num_programs(0)
+    step = 0
+    for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
+        tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
+                                                          GROUP_M)
+        for k in range(k0, k1):
+            load_step(a_desc, b_desc, a_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES, A_KM, B_KN)
+            step += 1
+
+
+@gluon.jit
+def streamk_mma_partition(c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, flags_ptr, M, N, K, SK_TILES,
+                          STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr, A_KM: gl.constexpr,
+                          B_KN: gl.constexpr, SWAP_AB: gl.constexpr):
+    """The consumers of the stream-K kernel: each unit's products as mma_partition's; a tile this program has whole
+    goes to C, a shared one to share_partial, and the program that arrives last at its counter adds the partials
+    (add_partials), stores C and resets the counter for the next call."""
+    BLOCK_M: gl.constexpr = a_ring.shape[1] if A_KM else a_ring.shape[2]
+    BLOCK_K: gl.constexpr = a_ring.shape[2] if A_KM else a_ring.shape[1]
+    BLOCK_N: gl.constexpr = b_ring.shape[2] if B_KN else b_ring.shape[1]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    programs = gl.num_programs(0)
+    sk_steps = SK_TILES * k_tiles
+    step = 0
+    for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
+        tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
+                                                          GROUP_M)
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+        for k in range(k0, k1):
+            slot = step % STAGES
+            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+            a_tile = a_ring.index(slot) if A_KM else a_ring.index(slot).permute((1, 0))
+            b_tile = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
+            acc = warpgroup_mma(a_tile, b_tile, acc, is_async=True)
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_tile, b_tile))
+            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > k0)
+            step += 1
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        if q0 == q1:
+            store_tile(c_desc, c_smem, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SWAP_AB)
+        else:
+            mine = streamk_slot(gl.program_id(0), tile, programs, sk_steps, k_tiles)
+            arrived = share_partial(acc, partial_ptr, flags_ptr, tile, mine, acc_layout)
+            if arrived == q1 - q0:
+                acc = add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M, BLOCK_N,
+                                   acc_layout)
+                store_tile(c_desc, c_smem, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SWAP_AB)
+                gl.atomic_xchg(flags_ptr + tile, 0, sem="relaxed", scope="gpu")
+    tma.store_wait(0)
+
+
+@gluon.jit(do_not_specialize=["M", "N", "K", "SK_TILES"])
+def streamk_kernel(a_desc, b_desc, c_desc, partial_ptr, flags_ptr, M, N, K, SK_TILES, BLOCK_M: gl.constexpr,
+                   BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr,
+                   GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr,
+                   SWAP_AB: gl.constexpr):
+    """linear_kernel's product with stream-K's units (streamk_unit): the first SK_TILES tiles' K steps shared
+    evenly by the programs, the other tiles whole. ``partial_ptr``: two fp32 tiles per program; ``flags_ptr``: one
+    counter per tile, 0 before and after a launch."""
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    gl.warp_specialize([
+        (streamk_mma_partition, (c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, flags_ptr, M, N, K,
+                                 SK_TILES, STAGES, GROUP_M, acc_layout, A_KM, B_KN, SWAP_AB)),
+        (streamk_load_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SK_TILES, STAGES, GROUP_M,
+                                  A_KM, B_KN)),
+    ], [1], [LOAD_REGS])
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+
+
 def kernel_args(config: dict, swap_ab: bool, b_kn: bool) -> dict:
     """The constexprs of linear_kernel for a configuration: its tile, layouts and operand orders. Without swap-AB
     the kernel's A is the activations (M × K) and its B is B; with swap-AB its A is B read as Wᵀ's transpose (W N × K
@@ -190,6 +377,7 @@ def kernel_args(config: dict, swap_ab: bool, b_kn: bool) -> dict:
 
 ARGUMENT_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout", "STAGES", "GROUP_M", "LOAD_REGS", "A_KM", "B_KN",
                   "SPLIT", "SWAP_AB")
+STREAMK_ORDER = tuple(name for name in ARGUMENT_ORDER if name != "SPLIT")      # streamk_kernel's constexprs
 
 
 def operand_views(a, b, b_kn: bool, swap_ab: bool):
@@ -225,6 +413,10 @@ class Plan:
         if not (isinstance(split, int) and 1 <= split <= triton.cdiv(K, BK)):
             raise ValueError(f"SPLIT_K={split!r}: between 1 and the K steps of the tile ({triton.cdiv(K, BK)} at "
                              f"K={K}, BLOCK_K={BK}), so that no slice of K is empty")
+        self.stream_k = cfg["STREAM_K"]
+        if not (isinstance(self.stream_k, int) and self.stream_k >= 0) or (self.stream_k and split != 1):
+            raise ValueError(f"STREAM_K={self.stream_k!r} with SPLIT_K={split!r}: STREAM_K is 0 (no stream-K) or the "
+                             "waves of tiles stream-K shares (1 or more), and stream-K does not split K as well")
         self.constexprs = kernel_args(cfg, self.swap_ab, self.b_kn)
         ka, kb, kM, kN = operand_views(a, b, self.b_kn, self.swap_ab)
         self.kernel_mnk = (kM, kN, K)
@@ -237,12 +429,31 @@ class Plan:
             tma_descriptor(name, t, block)                     # TMA's rules, each with its sentence
         self.tiles = triton.cdiv(kM, BM) * triton.cdiv(kN, BN)
         self.units = self.tiles * split
-        self.grid = None if sms is None else (min(self.units, sms), 1, 1)
+        self.grid = None
         # After the descriptors and split-K's scratch, the kernel's arguments in its parameters' order (constexprs
         # included: driver.c skips them); the launches, the first through the JIT, the rest with encoded maps.
+        # Stream-K's SK_TILES follows from the grid, so its arguments are set with the grid (set_grid).
         self.rest = (kM, kN, K, split, *(self.constexprs[name] for name in ARGUMENT_ORDER))
-        self.launcher = kept.KeptLaunch(linear_kernel, self.num_warps)
+        self.launcher = kept.KeptLaunch(streamk_kernel if self.stream_k else linear_kernel, self.num_warps)
+        if sms is not None:
+            self.set_grid(sms)
         self.stream = None                   # Triton's reader of torch's current stream, at the first launch
+
+    def set_grid(self, sms: int) -> None:
+        """The persistent grid for ``sms`` SMs: one program per work unit up to the SMs; for stream-K, the programs
+        and shared tiles of ``dispatch.streamk_grid``, checked to fit the kernel's int32 index arithmetic."""
+        if not self.stream_k:
+            self.grid = (min(self.units, sms), 1, 1)
+            return
+        kM, kN, K = self.kernel_mnk
+        k_steps = triton.cdiv(K, self.config["BLOCK_K"])
+        programs, self.sk_tiles = streamk_grid(self.tiles, k_steps, sms, self.stream_k)
+        if (self.sk_tiles * k_steps + 1) * programs >= 2 ** 31:
+            raise ValueError(f"stream-K at {kM}×{kN}×{K}: {self.sk_tiles} shared tiles × {k_steps} K steps × "
+                             f"{programs} programs overflow the kernel's int32 arithmetic; use fewer waves or a "
+                             "larger tile")
+        self.grid = (programs, 1, 1)
+        self.rest = (kM, kN, K, self.sk_tiles, *(self.constexprs[name] for name in STREAMK_ORDER))
 
     def descriptors_for(self, a, b, c):
         """The descriptors of the kernel's operands, kept by the three addresses, as lesson 31 keeps them."""
@@ -256,12 +467,17 @@ class Plan:
                          kept.DESCRIPTORS_KEPT)
 
     def scratch_for(self, device, stream: int):
-        """Split-K's fp32 slices and per-tile counters, one set per stream (two streams running one plan at once
-        must not share counters); the counters start at 0 and every tile's last unit sets its counter back to 0."""
+        """Split-K's fp32 slices and per-tile counters (stream-K's: two fp32 tiles per program), one set per stream
+        (two streams running one plan at once must not share counters); the counters start at 0 and every tile's
+        last unit sets its counter back to 0, so the set is reused by every later launch."""
         found = self.scratch.get(stream)
         if found is None:
             split = self.config["SPLIT_K"]
-            if split == 1:
+            if self.stream_k:
+                cells = 2 * self.grid[0] * self.config["BLOCK_M"] * self.config["BLOCK_N"]
+                found = (torch.empty(cells, dtype=torch.float32, device=device),
+                         torch.zeros(self.tiles, dtype=torch.int32, device=device))
+            elif split == 1:
                 found = (torch.empty(1, dtype=torch.float32, device=device),
                          torch.zeros(1, dtype=torch.int32, device=device))
             else:
@@ -276,8 +492,7 @@ class Plan:
         if self.stream is None:
             require_hopper(a)
             if self.grid is None:
-                sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-                self.grid = (min(self.units, sms), 1, 1)
+                self.set_grid(torch.cuda.get_device_properties(a.device).multi_processor_count)
             self.stream = triton.runtime.driver.active.get_current_stream
         stream = self.stream(a.device.index)
         partial, arrivals = self.scratch_for(a.device, stream)

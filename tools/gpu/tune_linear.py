@@ -6,7 +6,7 @@ shapes, on the GPU, and write the dispatch table with its provenance.
     python tools/gpu/tune_linear.py OUT.json --merge results/tuning/nvidia-h200-linear.json \\
             --only 512x6144x4096,128x4096x4096 [--budget 140]
         a re-tune of the named shapes only: each shape's entry in the table is timed again beside the candidates the
-        space gained since the first table (dispatch.new_candidates), and the table, with those entries merged, is
+        space gained since the first table (dispatch.new_candidates, stream-K's among them), and the table, with those entries merged, is
         written to OUT (which may be the table itself). Shapes are taken in the order given; at --budget seconds the
         re-tune stops and says which shapes it left as they were.
 
@@ -32,9 +32,9 @@ from triton.testing import do_bench
 
 from gluon_course import load_solution
 from gluon_course.measure.gemm import MODEL_SHAPES, compare_gemm, tolerance
-from gluon_course.nvidia.dispatch import KEYS, SMS, candidates, new_candidates
+from gluon_course.nvidia.dispatch import BASE, KEYS, SMS, candidates, new_candidates
 
-ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB")
+ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB", "STREAM_K")
 BETTER_BY = 0.98                 # a re-tune's new configuration must be this fraction of the entry's time or less
 HOW = ("tools/gpu/tune_linear.py: candidates checked against an fp32 reference, then do_bench median (warmup 10 ms, "
        "rep 40 ms, L2 flushed), B = w.t() (W N × K)")
@@ -125,7 +125,7 @@ def retune(out, table_path, shapes, budget, lesson, sms, started):
         entry = by_shape.get((M, N, K))
         if entry is None:
             raise SystemExit(f"{table_path} has no entry for {M}×{N}×{K}: run the full tuning first")
-        old = {**{key: entry["config"][key] for key in ROW_KEYS}}
+        old = {key: {**BASE, **entry["config"]}[key] for key in ROW_KEYS}      # an entry from before STREAM_K: 0
         new = new_candidates(M, N, K, sms)
         timed, lib = time_candidates(lesson, M, N, K, [{**entry["config"], **old}] + new)
         old_row, rows = timed[0], timed[1:]
