@@ -13,4 +13,8 @@ for n in "$@"; do
       --ExecutePreprocessor.timeout=600 > /dev/null 2>&1 || echo "$nb: execution failed (see nbconvert)"
 done
 rm -rf "$scratch"
+# packed for the call (a call carries at most 64 MiB; the JSON packs about 15 to 1); .device/activate.sh unpacks it
+if [[ $GLUON_COURSE_COMPILE_CACHE == $PWD/.device/compile-cache ]]; then
+  tar -cJf .device/compile-cache.tar.xz -C .device compile-cache
+fi
 echo "$(ls "$GLUON_COURSE_COMPILE_CACHE" | wc -l) compiles stored in $GLUON_COURSE_COMPILE_CACHE"
