@@ -256,6 +256,12 @@ def scaled_mm(a, w, a_scale, w_scale, out, fast_accum: bool = True):
             raise ValueError(problem)
     sa = a_scale.reshape(-1, 1) if a_scale.numel() > 1 else a_scale.reshape(())
     sw = w_scale.reshape(1, -1) if w_scale.numel() > 1 else w_scale.reshape(())
+    if not a.is_cuda and (a_scale.numel() > 1 or w_scale.numel() > 1):
+        try:
+            return torch._scaled_mm(a, w.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=fast_accum, out=out)
+        except RuntimeError as e:     # torch 2.11's CPU backend: "only supports per-tensor scaling"
+            raise ValueError(f"torch {torch.__version__}'s _scaled_mm on the CPU takes per-tensor scales only: compare "
+                             f"per-row scales with fp8.reference on the CPU, or with scaled_mm on a GPU") from e
     return torch._scaled_mm(a, w.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=fast_accum, out=out)
 
 
