@@ -62,7 +62,8 @@ def _record(numbers: list[str]) -> int:
             client.execute()
         except Exception as e:  # noqa: BLE001 - keep going, report at the end
             failures += 1
-            print(f"  FAILED: {str(e).splitlines()[-1] if str(e) else type(e).__name__}")
+            last = [line for line in str(e).splitlines() if line.strip()]
+            print(f"  FAILED: {last[-1] if last else type(e).__name__}")
         nbformat.write(nb, the.notebook_path)
     return 1 if failures else 0
 

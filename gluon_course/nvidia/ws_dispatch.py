@@ -179,9 +179,9 @@ def launch(name: str, launches: str = "20", programs: str = "8") -> None:
     for _ in range(int(launches)):
         if name == "ring":
             tiles = 3 * int(programs)                      # 3 tiles a program: the ring's phases carry across tiles
-            x = torch.randn(tiles * TILE, TILE, device="cuda", dtype=torch.bfloat16)
+            x = torch.randn(tiles * TILE.value, TILE.value, device="cuda", dtype=torch.bfloat16)
             out = torch.empty_like(x)
-            desc = TensorDescriptor.from_tensor(x, [TILE, TILE], _ring_layout())
+            desc = TensorDescriptor.from_tensor(x, [TILE.value, TILE.value], _ring_layout())   # plain ints on the host
             kernel[grid](desc, out, tiles, num_warps=num_warps)
         else:
             out = torch.zeros(int(programs) * 4 * 512, device="cuda", dtype=torch.int32)
