@@ -64,11 +64,14 @@ def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False):
     """compute-sanitizer memcheck, racecheck and synccheck on one small launch (each in its own child process);
     ``shape`` is (M, N, K) or (M, N, K, programs) for a persistent launcher.
 
-    ``warp_specialized``: racecheck cannot see the order that mbarriers give, and Triton 3.9.0's warp specialization
-    keeps a word of shared memory that the default partition writes before its exit barrier and the workers read after
-    their start barrier (the code sits at the kernel's ``def`` line: it is the compiler's, not the lesson's). racecheck
-    reports that pair now and then (seen on an H200: 0, 1 and 3 hazards in three runs of one launch). Such a report,
-    with both accesses at the kernel's ``def`` line, passes with a note saying so; any hazard elsewhere fails."""
+    ``warp_specialized``: Triton 3.9.0's warp specialization keeps a word of shared memory that the default partition
+    writes before named barrier 1 (``BAR.SYNC 0x1``) and the workers read after it, at the fork and at the exit (the
+    code sits at the kernel's ``def`` line: it is the compiler's, not the lesson's; gluon_course.nvidia.ws_dispatch
+    finds it). The barrier orders the pair, yet racecheck reports it as a RAW hazard now and then: on an H200
+    (2026-12-02, tools/gpu/race-repro.sh) in every run of a minimal persistent TMA ring whose word sits right after its
+    mbarriers, in one of two runs of lesson 18, never in the minimal kernels whose word sits 24 bytes past their
+    mbarriers or that have none. Such a report, with both accesses at the kernel's ``def`` line, passes with a note
+    saying so; any hazard elsewhere fails."""
     from ..measure.isolated import sanitizer_check
 
     if not warp_specialized:
@@ -85,8 +88,7 @@ def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False):
         return problem
     # The same words whether or not racecheck reported the compiler's pair this time (it does so now and then).
     return Passed(f"racecheck: no hazard in the kernel's own code (hazards between two accesses at {at}, the "
-                  "compiler's warp-specialization state, which mbarriers order and racecheck cannot see, are not "
-                  "counted)")
+                  "compiler's warp-specialization state word, which named barrier 1 orders, are not counted)")
 
 
 
