@@ -589,9 +589,26 @@ def _nvidia_resources(k: Compiled) -> dict:
             raise CourseToolError(f"ptxas's log for {k.kernel_name} names no stack frame of {stack} bytes (cuobjdump's "
                                   f"STACK):\n{k.ptxas_log}")
         spill_stores, spill_loads = int(frame.group(2)), int(frame.group(3))
-    return {"registers": reg, "stack_bytes": stack, "static_shared_bytes": shared, "local_bytes": local,
-            "spill_bytes": spill_stores, "spill_load_bytes": spill_loads,
-            "local_stores": k.count_matching(r"STL\b"), "local_loads": k.count_matching(r"LDL\b")}
+    return _NvidiaResources(k, {"registers": reg, "stack_bytes": stack, "static_shared_bytes": shared,
+                                "local_bytes": local, "spill_bytes": spill_stores, "spill_load_bytes": spill_loads})
+
+
+class _NvidiaResources(dict):
+    """``Compiled.resources`` on NVIDIA: the counts of STL and LDL are read from the listing only when one is asked
+    for. Disassembling a kernel costs about half a second, and a check of whether a configuration fits one SM (the
+    resource line and ptxas's log) needs no listing; ``r["local_stores"]`` disassembles as before."""
+
+    _LISTED = {"local_stores": r"STL\b", "local_loads": r"LDL\b"}
+
+    def __init__(self, k, values):
+        super().__init__(values)
+        self._kernel = k
+
+    def __missing__(self, key):
+        if key not in self._LISTED:
+            raise KeyError(key)
+        self[key] = self._kernel.count_matching(self._LISTED[key])
+        return self[key]
 
 
 def _amd_resources(text: str) -> dict:
