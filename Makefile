@@ -29,12 +29,11 @@ TORCH_INDEX_URL ?=
 PIP_QUIET ?= -q
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar off $(PIP_QUIET)
 
-# The lesson notebooks that exist (nbval runs them; none yet is not an error, a failing one is), last lesson first:
-# tests/ starts from the first lessons, and the two runs share one compile cache (Triton's, TRITON_CACHE_DIR or
-# ~/.triton/cache, which also keeps the toolkit's disassemblies), so each finds what the other compiled instead of
-# both compiling the same kernels at the same moment.
+# The lesson notebooks that exist (nbval runs them; none yet is not an error, a failing one is); make test hands the
+# longest units out first (the website's tests, then the notebooks, the last lessons first), the short tests after.
 NOTEBOOKS := $(sort $(wildcard lessons/*/lesson.ipynb))
 NOTEBOOKS_LAST_FIRST := $(shell printf '%s\n' $(NOTEBOOKS) | sort -r)
+LONGEST_FIRST := tests/test_book.py tests/test_nbval_figures.py $(NOTEBOOKS_LAST_FIRST)
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # Warnings are errors; --all re-reads every page so a warning in an unchanged page is never hidden.
@@ -108,38 +107,27 @@ book: venv
 	@echo "The website is in _build/html: open _build/html/index.html"
 
 # ---------------------------------------------------------------------------------------------------
-# Tests: both parts always run, side by side (each is mostly one compiling process: on a machine with two or more
-# cores this halves the wait), each into its own log, printed when both are done; the target fails if either failed.
-# A few files of tests/ run in the notebooks' lane, after the notebooks (BESIDE_NOTEBOOKS), so that the two lanes take
-# about as long: a cold run (empty compile cache, two cores) measured ~270 s for each. make test-tests runs all of
-# tests/, make test-notebooks the notebooks alone.
-TEST_LOGS := _build/test-logs
-BESIDE_NOTEBOOKS := tests/test_learner_messages.py tests/test_nbval_figures.py
+# Tests: tests/ and the lesson notebooks (nbval) in one pytest run on TEST_JOBS workers (pytest-xdist, --dist
+# loadscope): tests go to whichever worker is free, one at a time, except a notebook's cells and the modules whose
+# fixtures are built once, which stay together on one worker, in order (tests/conftest.py says which). Both workers
+# share one compile cache (Triton's, TRITON_CACHE_DIR or ~/.triton/cache, which also keeps the toolkit's
+# disassemblies), so a kernel compiled for a test is found by the notebook that shows it, and the other way round.
+# Two workers by default, as many as the course's 2-core reference machine has cores; on a GPU machine more would
+# time notebooks beside each other. make test-tests runs tests/ alone, make test-notebooks the notebooks alone.
+TEST_JOBS ?= 2
 test: venv
-	@mkdir -p $(TEST_LOGS); \
-	( $(MAKE) --no-print-directory test-tests TESTS_LEFT_OUT="$(BESIDE_NOTEBOOKS)" > $(TEST_LOGS)/tests.log 2>&1; \
-	  echo $$? > $(TEST_LOGS)/tests.rc ) & \
-	( $(MAKE) --no-print-directory test-notebooks TESTS_TOO="$(BESIDE_NOTEBOOKS)" > $(TEST_LOGS)/notebooks.log 2>&1; \
-	  echo $$? > $(TEST_LOGS)/notebooks.rc ) & \
-	wait; \
-	echo "==> tests/ (pytest), but for $(BESIDE_NOTEBOOKS)"; cat $(TEST_LOGS)/tests.log; echo; \
-	echo "==> lesson notebooks (nbval), then $(BESIDE_NOTEBOOKS)"; cat $(TEST_LOGS)/notebooks.log; echo; \
-	status=0; \
-	[ "$$(cat $(TEST_LOGS)/tests.rc)" = 0 ] || status=1; \
-	[ "$$(cat $(TEST_LOGS)/notebooks.rc)" = 0 ] || status=1; \
-	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; else echo "make test: all passed"; fi; \
-	exit $$status
+	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope $(NBVAL_FLAGS) $(LONGEST_FIRST) tests $(PYTEST_ARGS) \
+	  && echo "make test: all passed" || { echo "make test: FAILED (see above)" >&2; exit 1; }
 
-# PYTEST_ARGS passes options to both runs, e.g. make test PYTEST_ARGS="-x -k book"
+# PYTEST_ARGS passes options to pytest, e.g. make test PYTEST_ARGS="-x -k book"
 test-tests: venv
-	$(BIN)/python -m pytest tests $(addprefix --ignore=,$(TESTS_LEFT_OUT)) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 
 test-notebooks: venv
 ifeq ($(strip $(NOTEBOOKS)),)
 	@echo "nbval: no lesson notebooks (lessons/*/lesson.ipynb) yet, nothing to run"
-	$(if $(strip $(TESTS_TOO)),$(BIN)/python -m pytest $(PYTEST_ARGS) $(TESTS_TOO))
 else
-	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(PYTEST_ARGS) $(NOTEBOOKS_LAST_FIRST) $(TESTS_TOO)
+	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(PYTEST_ARGS) $(NOTEBOOKS)
 endif
 
 # ---------------------------------------------------------------------------------------------------

@@ -12,6 +12,25 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# ==== Parallel runs: `make test` (pytest-xdist, -n 2 --dist loadscope) ================================
+# Tests go to whichever worker is free, one at a time, except what must stay together on one worker, in order: a
+# notebook's cells (they share one kernel), and the modules whose fixtures are built once per module or session
+# (test_book's website build writes _build/html, which two workers must not build at once).
+TOGETHER = ("test_book.py", "test_nbval_figures.py", "test_pictures.py", "test_strides_coalescing.py")
+
+
+@pytest.hookimpl(optionalhook=True)      # a hook of pytest-xdist: without it installed, pytest never calls this
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneByOneButNotebooks(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.endswith(".ipynb") or path.rsplit("/", 1)[-1] in TOGETHER else nodeid
+
+    return OneByOneButNotebooks(config, log)
+
+
 # ==== The `gpu` marker ==============================================================================
 # A test marked @pytest.mark.gpu is skipped on a machine where torch sees no GPU (torch is imported only
 # when such a test was collected).
