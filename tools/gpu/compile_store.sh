@@ -6,6 +6,10 @@
 #   bash tools/gpu/compile_store.sh 01 02 03 04 05 30      (then carry .device as usual)
 set -u
 export GLUON_COURSE_COMPILE_CACHE=${GLUON_COURSE_COMPILE_CACHE:-$PWD/.device/compile-cache}
+# the compiles stored before (packed at the end of the last run) are kept: a run for one lesson adds to them
+if [[ $GLUON_COURSE_COMPILE_CACHE == $PWD/.device/compile-cache && ! -d .device/compile-cache && -f .device/compile-cache.tar.xz ]]; then
+  tar -xJf .device/compile-cache.tar.xz -C .device
+fi
 scratch=$(mktemp -d)
 for n in "$@"; do
   nb=$(ls lessons/$n-*/lesson.ipynb)
@@ -13,8 +17,9 @@ for n in "$@"; do
       --ExecutePreprocessor.timeout=600 > /dev/null 2>&1 || echo "$nb: execution failed (see nbconvert)"
 done
 rm -rf "$scratch"
-# packed for the call (a call carries at most 64 MiB; the JSON packs about 15 to 1); .device/activate.sh unpacks it
-if [[ $GLUON_COURSE_COMPILE_CACHE == $PWD/.device/compile-cache ]]; then
-  tar -cJf .device/compile-cache.tar.xz -C .device compile-cache
-fi
 echo "$(ls "$GLUON_COURSE_COMPILE_CACHE" | wc -l) compiles stored in $GLUON_COURSE_COMPILE_CACHE"
+# packed for the call (a call carries at most 64 MiB; the JSON packs about 15 to 1), the folder removed so that it is
+# not carried as well; .device/activate.sh unpacks the archive beside itself
+if [[ $GLUON_COURSE_COMPILE_CACHE == $PWD/.device/compile-cache ]]; then
+  tar -cJf .device/compile-cache.tar.xz -C .device compile-cache && rm -rf .device/compile-cache
+fi

@@ -9,7 +9,7 @@ export PYTHONPATH=$PWD:${PYTHONPATH:-}
 export GLUON_COURSE_COMPILE_CACHE=${GLUON_COURSE_COMPILE_CACHE:-$PWD/.device/compile-cache}
 nvidia-smi --query-compute-apps=pid,name --format=csv,noheader > "$OUT/apps-nbval.txt" 2>&1
 # What in the environment can change a compile (Triton knobs, a CUDA install on the path): kept beside the logs.
-{ env | grep -E "^(TRITON|CUDA|PTXAS)" | sort; python -c "import triton; print('ptxas', triton.knobs.nvidia.ptxas.path)"; } > "$OUT/env-nbval.txt" 2>&1
+{ env | grep -E "^(TRITON|CUDA|PTXAS)" | sort; python -c "from triton.backends.nvidia.compiler import get_ptxas; print('ptxas for sm_90', get_ptxas(90).path)"; } > "$OUT/env-nbval.txt" 2>&1
 start=$(date +%s)
 for n in "$@"; do
   spent=$(( $(date +%s) - start ))
