@@ -112,9 +112,11 @@ book: venv
 # fixtures are built once, which stay together on one worker, in order (tests/conftest.py says which). Both workers
 # share one compile cache (Triton's, TRITON_CACHE_DIR or ~/.triton/cache, which also keeps the toolkit's
 # disassemblies), so a kernel compiled for a test is found by the notebook that shows it, and the other way round.
-# Two workers by default, as many as the course's 2-core reference machine has cores; on a GPU machine more would
-# time notebooks beside each other. make test-tests runs tests/ alone, make test-notebooks the notebooks alone.
-TEST_JOBS ?= 2
+# Two workers where no GPU is seen, as many as the course's 2-core reference machine has cores; one process (-n 0)
+# where nvidia-smi or rocm-smi sees a GPU, so that no notebook is timed beside another test's kernels.
+# make test-tests runs tests/ alone, make test-notebooks the notebooks alone.
+HAS_GPU := $(shell { nvidia-smi -L || rocm-smi --showid; } >/dev/null 2>&1 && echo yes)
+TEST_JOBS ?= $(if $(HAS_GPU),0,2)
 test: venv
 	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope $(NBVAL_FLAGS) $(LONGEST_FIRST) tests $(PYTEST_ARGS) \
 	  && echo "make test: all passed" || { echo "make test: FAILED (see above)" >&2; exit 1; }
