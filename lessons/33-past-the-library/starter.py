@@ -101,9 +101,8 @@ def pass_turn(next_turn):
 
 
 @gluon.jit
-def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next_turn, M, N, K,
-                      ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
-                      B_KN: gl.constexpr):
+def pingpong_consumer(ME: gl.constexpr, c_smem, my_turn, next_turn, c_desc, a_ring, b_ring, ready, empty, M, N, K,
+                      STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr, B_KN: gl.constexpr):
     """Consumer ``ME`` (0 or 1, one warpgroup): the program's tiles number ME, ME + 2, ME + 4, ... It multiplies only
     while it holds the turn (``my_turn``), hands the turn on (``next_turn``) once its last product is issued, and
     stores its tile while the other consumer multiplies."""
@@ -142,6 +141,25 @@ def pingpong_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, nex
 
 
 @gluon.jit
+def partition(fn: gl.constexpr, own, shared):
+    """One partition of ``fork_consumers``: calls ``fn(*own, *shared)``. In Triton 3.9.0 the fork calls each
+    partition's function as it receives it: a @gluon.jit function named at module level works, but one passed in as an
+    argument (``consumer``, ``producer``) arrives as a constexpr, which an ordinary call unwraps and the fork does not.
+    Nor can the two tuples be joined first: ``own + shared`` drops the constexprs of ``shared``."""
+    fn(*own, *shared)
+
+
+@gluon.jit
+def fork_consumers(consumer: gl.constexpr, shared, c_smem0, c_smem1, turn, producer: gl.constexpr, producer_args,
+                   LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr):
+    """The fork every step's kernel ends in: two ping-pong consumers, each called as
+    ``consumer(ME, c_smem, my_turn, next_turn, *shared)`` (its own C buffer, ``c_smem0`` or ``c_smem1``, and its two
+    turn barriers out of ``turn``, then what both consumers take), and the producer, ``producer(*producer_args)``."""
+    # TODO gap 3: three partitions: consumer 0 (the default, the kernel's 4 warps), consumer 1 (4 warps), the producer
+    gl.static_assert(False, "lesson 33, gap 3 not yet implemented: three partitions: consumer 0 (the default, the kernel's 4 warps), consumer 1 (4 warps), the producer")
+
+
+@gluon.jit
 def pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                     BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                     LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr, B_KN: gl.constexpr):
@@ -156,8 +174,11 @@ def pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOC
         mbarrier.init(empty.index(s), count=1)
     for c in gl.static_range(2):
         mbarrier.init(turn.index(c), count=1)      # one handover (one arrive) completes a phase
-    # TODO gap 3: three partitions: consumer 0 (the default, this kernel's 4 warps), consumer 1 (4 warps), the producer
-    gl.static_assert(False, "lesson 33, gap 3 not yet implemented: three partitions: consumer 0 (the default, this kernel's 4 warps), consumer 1 (4 warps), the producer")
+    fork_consumers(pingpong_consumer,
+                   (c_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, acc_layout, B_KN),
+                   c_smem.index(0), c_smem.index(1), turn,
+                   pingpong_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, B_KN),
+                   LOAD_REGS, MMA_REGS)
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
         mbarrier.invalidate(empty.index(s))
@@ -206,8 +227,8 @@ def release_slot(empty, b_empty, slot, pred):
 
 
 @gluon.jit
-def cluster_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, my_turn, next_turn, M, N, K,
-                     ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
+def cluster_consumer(ME: gl.constexpr, c_smem, my_turn, next_turn, c_desc, a_ring, b_ring, ready, empty, b_empty,
+                     M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
                      B_KN: gl.constexpr):
     """Step 1's consumer on the cluster's tile (each CTA multiplies its own rows); a slot is released twice: to this
     CTA's producer (``empty``, for A) and to the cluster's (``b_empty``, for B)."""
@@ -264,13 +285,12 @@ def cluster_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK
         mbarrier.init(b_empty.index(s), count=1)
     for c in gl.static_range(2):
         mbarrier.init(turn.index(c), count=1)
-    gl.warp_specialize([
-        (cluster_consumer, (c_desc, a_ring, b_ring, c_smem.index(0), ready, empty, b_empty, turn.index(0),
-                            turn.index(1), M, N, K, 0, STAGES, GROUP_M, acc_layout, B_KN)),
-        (cluster_consumer, (c_desc, a_ring, b_ring, c_smem.index(1), ready, empty, b_empty, turn.index(1),
-                            turn.index(0), M, N, K, 1, STAGES, GROUP_M, acc_layout, B_KN)),
-        (cluster_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, STAGES, GROUP_M, B_KN)),
-    ], [CONSUMER_WARPS, 1], [MMA_REGS, LOAD_REGS])
+    fork_consumers(cluster_consumer,
+                   (c_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, STAGES, GROUP_M, acc_layout, B_KN),
+                   c_smem.index(0), c_smem.index(1), turn,
+                   cluster_load,
+                   (a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, STAGES, GROUP_M, B_KN),
+                   LOAD_REGS, MMA_REGS)
     # The other CTA's last releases may still be on their way to this CTA's b_empty: no barrier is retired before
     # every CTA of the cluster is here.
     gl.barrier(cluster=True)
@@ -346,9 +366,9 @@ def store_subtile(c_desc, c_smem, part, row, col, J: gl.constexpr, C_BUFFERS: gl
 
 
 @gluon.jit
-def subtile_consumer(c_desc, a_ring, b_ring, c_smem, ready, empty, my_turn, next_turn, M, N, K,
-                     ME: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
-                     B_KN: gl.constexpr, SNAKE: gl.constexpr, C_BUFFERS: gl.constexpr):
+def subtile_consumer(ME: gl.constexpr, c_smem, my_turn, next_turn, c_desc, a_ring, b_ring, ready, empty, M, N, K,
+                     STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr, B_KN: gl.constexpr,
+                     SNAKE: gl.constexpr, C_BUFFERS: gl.constexpr):
     """Step 1's consumer with the producer's order of tiles, storing its 128 × 128 tile as two 128 × 64 halves."""
     BLOCK_M: gl.constexpr = c_desc.block_shape[0]
     SUB_N: gl.constexpr = c_desc.block_shape[1]
@@ -400,13 +420,11 @@ def subtile_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK
         mbarrier.init(empty.index(s), count=1)
     for c in gl.static_range(2):
         mbarrier.init(turn.index(c), count=1)
-    gl.warp_specialize([
-        (subtile_consumer, (c_desc, a_ring, b_ring, c_smem0, ready, empty, turn.index(0), turn.index(1),
-                            M, N, K, 0, STAGES, GROUP_M, acc_layout, B_KN, SNAKE, C_BUFFERS)),
-        (subtile_consumer, (c_desc, a_ring, b_ring, c_smem1, ready, empty, turn.index(1), turn.index(0),
-                            M, N, K, 1, STAGES, GROUP_M, acc_layout, B_KN, SNAKE, C_BUFFERS)),
-        (subtile_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, B_KN, SNAKE)),
-    ], [CONSUMER_WARPS, 1], [MMA_REGS, LOAD_REGS])
+    fork_consumers(subtile_consumer,
+                   (c_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, acc_layout, B_KN, SNAKE, C_BUFFERS),
+                   c_smem0, c_smem1, turn,
+                   subtile_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, B_KN, SNAKE),
+                   LOAD_REGS, MMA_REGS)
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
         mbarrier.invalidate(empty.index(s))

@@ -4,7 +4,7 @@ from gluon_course.grading import Plant
 
 TURN_WAIT = ("    # for phase 0, which consumer 0's first handover completes.\n"
              "    mbarrier.wait(my_turn, (turns & 1) ^ (1 - ME))\n")
-CONSUMER_1 = ("ready, empty, turn.index(1), turn.index(0),\n                             M, N, K, 1,")
+CONSUMER_1 = "(consumer, (1, c_smem1, turn.index(1), turn.index(0)), shared)"
 
 PLANTS = [
     # ---- caught without a GPU ----
@@ -27,7 +27,7 @@ PLANTS = [
           rejected_by="cluster_sm_90", gpu=False),
     Plant("the ping-pong order barriers swapped in consumer 1's arguments (it waits on turn[0] and hands over on "
           "turn[1], as consumer 0 does): no one ever hands consumer 0 its second turn",
-          CONSUMER_1, "ready, empty, turn.index(0), turn.index(1),\n                             M, N, K, 1,",
+          CONSUMER_1, "(consumer, (1, c_smem1, turn.index(0), turn.index(1)), shared)",
           rejected_by="host_model", gpu=False),
     Plant("no wait for the turn: consumer 1 starts its tile while consumer 0 still multiplies, and its waits on the "
           "ring run more than a trip ahead of the producer (a wait's parity then names an older phase: it reads a "
@@ -44,10 +44,8 @@ PLANTS = [
     Plant("the workers' registers swapped in gl.warp_specialize ([LOAD_REGS, MMA_REGS]): consumer 1, compiled for the "
           "launch's 168 registers a thread, is cut to 40 by setmaxnreg while the producer keeps 232; ptxas says "
           "nothing, every other CPU check passes, and on the GPU consumer 1 would run without registers its code uses",
-          "        (pingpong_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, B_KN)),\n"
-          "    ], [CONSUMER_WARPS, 1], [MMA_REGS, LOAD_REGS])",
-          "        (pingpong_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, STAGES, GROUP_M, B_KN)),\n"
-          "    ], [CONSUMER_WARPS, 1], [LOAD_REGS, MMA_REGS])",
+          "        (partition, (producer, (), producer_args)),\n    ], [CONSUMER_WARPS, 1], [MMA_REGS, LOAD_REGS])",
+          "        (partition, (producer, (), producer_args)),\n    ], [CONSUMER_WARPS, 1], [LOAD_REGS, MMA_REGS])",
           rejected_by="pingpong_sm_90", gpu=False),
     Plant("STAGES 6 in CONFIG: 6 × 32 KiB of ring and 64 KiB of C buffers, more shared memory than a program may use",
           '"BLOCK_K": 64, "STAGES": 4, "GROUP_M": 8,', '"BLOCK_K": 64, "STAGES": 6, "GROUP_M": 8,',
