@@ -76,3 +76,18 @@ def test_a_child_dies_with_its_parent(tmp_path):
         time.sleep(0.1)
     os.kill(child, 9)
     raise AssertionError("the child outlived its killed parent")
+
+
+def test_races_only_at_reads_both_accesses_of_every_race():
+    from gluon_course.measure.isolated import races_only_at
+
+    def race(a, b):
+        return (f"========= Race reported between Write access at 0x49a0 in {a}\n"
+                f"=========     and Read access at 0x4a50 in {b} [4 hazards]\n")
+
+    assert races_only_at(race("solution.py:293", "solution.py:293"), {"solution.py:293"})
+    assert races_only_at(race("solution.py:158", "solution.py:293"), {"solution.py:293", "solution.py:158"})
+    assert not races_only_at(race("solution.py:158", "solution.py:293"), {"solution.py:293"})
+    assert not races_only_at(race("solution.py:293", "solution.py:293") + race("solution.py:201", "solution.py:293"),
+                             {"solution.py:293"})
+    assert not races_only_at("========= RACECHECK SUMMARY: 0 hazards displayed", {"solution.py:293"})

@@ -150,21 +150,27 @@ def _races(output: str) -> list[tuple[str, str]]:
     return [(a.strip(), b.strip()) for a, b in places]
 
 
+def races_only_at(output: str, places) -> bool:
+    """True when racecheck's ``output`` reports races and both accesses of every one sit at one of ``places``
+    (``file.py:LINE`` each)."""
+    races = _races(output)
+    return bool(races) and all(a in places and b in places for a, b in races)
+
+
 def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 300,
-                    ignore_race_at: str | None = None):
+                    ignore_race_at=None):
     """Run ``target`` under each compute-sanitizer tool, the tools side by side (each its own child process: small
     launches, so they share the GPU at no cost to what they check): None when all are clean, else one sentence.
-    ``ignore_race_at`` (``file.py:LINE``): a racecheck report whose every hazard is between two accesses at that
-    line counts as clean (the caller says why in its own words: ``grading.tma_gemm.sanitizer_clean``)."""
+    ``ignore_race_at`` (``file.py:LINE``, or several): a racecheck report whose every hazard is between two accesses
+    at those lines counts as clean (the caller says why in its own words: ``grading.tma_gemm.sanitizer_clean``)."""
+    places = {ignore_race_at} if isinstance(ignore_race_at, str) else set(ignore_race_at or ())
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(tools)) as pool:
         runs = list(pool.map(lambda tool: run_isolated(target, args, timeout=timeout, tool=tool), tools))
     for tool, run in zip(tools, runs):
-        if tool == "racecheck" and ignore_race_at and run.returncode not in (0, None):
-            races = _races(run.output)
-            if races and all(a == b == ignore_race_at for a, b in races):
-                continue
+        if tool == "racecheck" and places and run.returncode not in (0, None) and races_only_at(run.output, places):
+            continue
         problem = _summary(run, f"compute-sanitizer --tool {tool}", timeout)
         if problem:
             return problem

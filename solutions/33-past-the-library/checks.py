@@ -324,6 +324,7 @@ class _ClusterKernel:
 
     def __init__(self, mod):
         self.__file__, self.matmul_kernel = mod.__file__, mod.cluster_kernel
+        self.fork_helpers = (mod.fork_consumers,)      # the fork's state store carries this helper's def line
 
 
 def sanitizer_clean(mod):
