@@ -87,8 +87,12 @@ def model_table(launch, against_triton=None, shapes=MODEL_SHAPES, pairs: int = 3
 
 
 def decode_roofline(launch, shapes=None) -> dict:
-    """For the decode shapes (M ≤ 16): W's bytes over the kernel's time with L2 emptied before each call
-    (``cold_kernel_ms``), as a fraction of the device copy's bandwidth measured now; F.linear's beside it."""
+    """For the decode shapes (M ≤ 16): W's bytes over the kernel's time with L2 emptied before each call by reading
+    another buffer (``cold_kernel_ms``), as a fraction of the device copy's bandwidth measured now; F.linear's
+    beside it. Each row also holds both kernels timed after do_bench's way of emptying L2 (overwriting a buffer,
+    which leaves L2's lines dirty for the kernel to write back: the ``*_write_flush`` keys), and ours replayed with
+    L2 kept (``warm_us``: below the cold time only if L2 held W, so a cold time near it would say the read left W
+    in L2)."""
     shapes = shapes or tuple(s for s in MODEL_SHAPES if s[0] <= 16)
     ceiling = copy_ceiling_tbs()
     rows = {}
@@ -97,15 +101,22 @@ def decode_roofline(launch, shapes=None) -> dict:
         b = w.t()
         launch(a, b, c)
         w_bytes = N * K * w.element_size()
-        ours = cold_kernel_ms(lambda: launch(a, b, c))
-        lib = cold_kernel_ms(lambda: F.linear(a, w))
+        share = lambda ms: round(w_bytes / (ms * 1e-3) / 1e12 / ceiling, 4)  # noqa: E731
+        ours, lib = cold_kernel_ms(lambda: launch(a, b, c)), cold_kernel_ms(lambda: F.linear(a, w))
+        ours_w = cold_kernel_ms(lambda: launch(a, b, c), flush="write")
+        lib_w = cold_kernel_ms(lambda: F.linear(a, w), flush="write")
         rows[f"{M}x{N}x{K}"] = {"us": round(1e3 * ours, 2), "f_linear_us": round(1e3 * lib, 2),
-                                "fraction": round(w_bytes / (ours * 1e-3) / 1e12 / ceiling, 4),
-                                "f_linear_fraction": round(w_bytes / (lib * 1e-3) / 1e12 / ceiling, 4),
+                                "fraction": share(ours), "f_linear_fraction": share(lib),
+                                "us_write_flush": round(1e3 * ours_w, 2), "fraction_write_flush": share(ours_w),
+                                "f_linear_us_write_flush": round(1e3 * lib_w, 2),
+                                "f_linear_fraction_write_flush": share(lib_w),
+                                "warm_us": round(1e3 * graph_ms(lambda: launch(a, b, c)), 2),
                                 "bench_us": round(1e3 * bench_ms(lambda: launch(a, b, c)), 2)}
         del a, w, b, c
     worst = min(rows, key=lambda s: rows[s]["fraction"])
-    return {"shapes": rows, "copy_tbs": round(ceiling, 3), "lowest": rows[worst]["fraction"], "lowest_shape": worst}
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)
+    return {"shapes": rows, "copy_tbs": round(ceiling, 3), "lowest": rows[worst]["fraction"], "lowest_shape": worst,
+            "lowest_write_flush": min(r["fraction_write_flush"] for r in rows.values()), "l2_mib": l2 / 2 ** 20}
 
 
 # -- a real client: one transformer block of an 8B-class model ------------------------------------------------------

@@ -200,19 +200,28 @@ def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
     return ms
 
 
-def cold_kernel_ms(fn, calls: int = 10, replays: int = 5, flush_bytes: int = 256 << 20) -> float:
-    """Milliseconds of GPU time per call of ``fn`` with L2 emptied before each call, as do_bench empties it, but
-    without do_bench's own cost per call (an event pair and the launch's latency around a short kernel).
+def cold_kernel_ms(fn, calls: int = 10, replays: int = 5, flush_bytes: int = 256 << 20, flush: str = "read") -> float:
+    """Milliseconds of GPU time per call of ``fn`` with L2 emptied before each call, without do_bench's own cost per
+    call (an event pair and the launch's latency around a short kernel).
 
-    Two CUDA graphs are replayed: ``calls`` × (overwrite a 256 MiB buffer, ``fn``) and ``calls`` × (the overwrite
-    alone); the difference over ``calls`` is what ``fn`` adds. For a kernel that streams its operands from HBM
-    once (a GEMM at small M) this is the time to set against the memory roofline."""
+    Two CUDA graphs are replayed: ``calls`` × (empty L2 through a 256 MiB buffer, ``fn``) and ``calls`` × (the
+    emptying alone); the difference over ``calls`` is what ``fn`` adds. For a kernel that streams its operands from
+    HBM once (a GEMM at small M) this is the time to set against the memory roofline.
+
+    How L2 is emptied matters. ``flush="read"`` (the default) reads the buffer: L2 is left holding the buffer's clean
+    lines, and ``fn`` pays for its own bytes only. ``flush="write"`` overwrites the buffer, as do_bench does: L2 is
+    left full of dirty lines, so each line ``fn`` brings in first writes one of them back to HBM, and ``fn`` is
+    charged with up to L2's size of the flush's own writes (for a W smaller than L2, about as many bytes written as
+    it reads)."""
     require_gpu("a cold-L2 kernel timing")
-    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
-    with_fn = _captured(lambda: (flush.zero_(), fn()), calls)
-    alone = _captured(lambda: flush.zero_(), calls)
+    if flush not in ("read", "write"):
+        raise ValueError(f"flush={flush!r}: 'read' (L2 left clean) or 'write' (L2 left dirty, as do_bench leaves it)")
+    buffer = torch.zeros(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    empty_l2 = (lambda: buffer.sum()) if flush == "read" else (lambda: buffer.zero_())  # noqa: E731
+    with_fn = _captured(lambda: (empty_l2(), fn()), calls)
+    alone = _captured(empty_l2, calls)
     both, flushes = _replay_ms(with_fn, replays), _replay_ms(alone, replays)
-    del with_fn, alone, flush
+    del with_fn, alone, buffer
     return max(both - flushes, 0.0) / calls
 
 
