@@ -91,3 +91,14 @@ def test_races_only_at_reads_both_accesses_of_every_race():
     assert not races_only_at(race("solution.py:293", "solution.py:293") + race("solution.py:201", "solution.py:293"),
                              {"solution.py:293"})
     assert not races_only_at("========= RACECHECK SUMMARY: 0 hazards displayed", {"solution.py:293"})
+
+
+def test_a_failed_racecheck_names_both_accesses_of_each_race():
+    from gluon_course.measure.isolated import IsolatedRun, _summary
+
+    output = ("========= Error: Race reported between Read access at cluster_kernel+0x2a40 in solution.py:293\n"
+              "=========     and Write access at cluster_kernel+0x850 in solution.py:158 [2 hazards]\n"
+              "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n")
+    sentence = _summary(IsolatedRun(returncode=1, output=output, seconds=1.0), "racecheck", 300)
+    assert "Read at cluster_kernel+0x2a40 (solution.py:293)" in sentence
+    assert "Write at cluster_kernel+0x850 (solution.py:158)" in sentence

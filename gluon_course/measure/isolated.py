@@ -117,11 +117,25 @@ def _summary(run: IsolatedRun, what: str, timeout: float) -> str | None:
                 "that never completes (a phase that never flips, a missing commit or wait); it was killed")
     if run.returncode == 0:
         return None
+    pairs = _race_pairs(run.output)
+    if pairs:
+        # Both accesses of each race (racecheck prints the second on the next line): which pair is the question.
+        shown = "; ".join(f"{first} and {second}" for first, second in list(dict.fromkeys(pairs))[:3])
+        return f"{what} failed: {len(pairs)} race report(s), between {shown}"
     lines = [line.strip() for line in run.output.splitlines() if line.strip()]
     errors = [line for line in lines if "ERROR SUMMARY" in line or line.startswith("========= Invalid")
               or "Race reported" in line or "Barrier error" in line or "Error:" in line]
     detail = "; ".join(dict.fromkeys(errors[:3])) or (lines[-1] if lines else f"exit status {run.returncode}")
     return f"{what} failed: {detail}"
+
+
+_RACE = re.compile(r"Race reported between (\w+) access at (\S+) in (\S+)\s*\n=+\s+and (\w+) access at (\S+) in (\S+)")
+
+
+def _race_pairs(output: str) -> list[tuple[str, str]]:
+    """Each race racecheck reported, as its two accesses: ``"Read at kernel+0x2a40 (file.py:293)"``."""
+    return [(f"{k1} at {at1} ({in1.strip()})", f"{k2} at {at2} ({in2.strip()})")
+            for k1, at1, in1, k2, at2, in2 in _RACE.findall(output)]
 
 
 def check_isolated(target: str, args=(), timeout: float = LAUNCH_LIMIT_S) -> str | None:
@@ -145,9 +159,7 @@ def check_in_child(target: str, args=(), timeout: float = LAUNCH_LIMIT_S) -> str
 
 def _races(output: str) -> list[tuple[str, str]]:
     """(first access's place, second's) of each race racecheck reported: ``file.py:LINE`` each."""
-    places = re.findall(r"Race reported between \w+ access at \S+ in (\S+)\s*\n=+\s+and \w+ access at \S+ in (\S+)",
-                        output)
-    return [(a.strip(), b.strip()) for a, b in places]
+    return [(in1.strip(), in2.strip()) for _, _, in1, _, _, in2 in _RACE.findall(output)]
 
 
 def races_only_at(output: str, places) -> bool:
