@@ -102,3 +102,30 @@ def test_a_failed_racecheck_names_both_accesses_of_each_race():
     sentence = _summary(IsolatedRun(returncode=1, output=output, seconds=1.0), "racecheck", 300)
     assert "Read at cluster_kernel+0x2a40 (solution.py:293)" in sentence
     assert "Write at cluster_kernel+0x850 (solution.py:158)" in sentence
+
+
+# racecheck's report on lesson 33's sanitizer launch (H200, 2026-12-02, tools/gpu/race33.sh, second run): one race,
+# one read and three writes.
+LESSON33_RACE = """========= COMPUTE-SANITIZER
+========= Error: Race reported between Read access at cluster_kernel+0x2a40 in solution.py:293
+=========     and Write access at cluster_kernel+0x2640 in solution.py:323 [14 hazards]
+=========     and Write access at cluster_kernel+0x28f0 in solution.py:293 [2 hazards]
+=========     and Write access at cluster_kernel+0x29a0 in solution.py:293 [5 hazards]
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+
+
+def test_a_race_report_names_every_access():
+    from gluon_course.measure.isolated import race_reports, races_only_at, races_only_at_pcs
+
+    (accesses,) = race_reports(LESSON33_RACE)
+    assert [at for _, at, _ in accesses] == ["cluster_kernel+0x2a40", "cluster_kernel+0x2640", "cluster_kernel+0x28f0",
+                                             "cluster_kernel+0x29a0"]
+    # By line, the write the compiler placed at the cluster barrier's line (323) is not the def line's.
+    assert not races_only_at(LESSON33_RACE, {"solution.py:293"})
+    dispatch = {"cluster_kernel+0x2a40", "cluster_kernel+0x2640", "cluster_kernel+0x28f0", "cluster_kernel+0x29a0"}
+    assert races_only_at_pcs(LESSON33_RACE, dispatch)
+    assert not races_only_at_pcs(LESSON33_RACE, dispatch - {"cluster_kernel+0x28f0"})     # one access outside: fails
+    assert not races_only_at_pcs(LESSON33_RACE.replace("cluster_kernel+0x29a0", "other_kernel+0x29a0"), dispatch)
+    assert not races_only_at_pcs("========= RACECHECK SUMMARY: 0 hazards displayed", dispatch)

@@ -40,3 +40,17 @@ def test_every_minimal_kernel_has_the_dispatch():
     for name, (_, warps, _) in w.KERNELS.items():
         d = w.dispatch(w.compiled(name), warps)
         assert len(d.stores) == 2 and d.load_base + warps == d.state_offset, name
+
+
+def test_lesson33_dispatch_is_what_racecheck_named():
+    """The four instructions racecheck named on lesson 33's sanitizer launch (tests/test_isolated.py's LESSON33_RACE)
+    are the state word's stores and the workers' load in cluster_kernel compiled as that launch compiles it."""
+    from gluon_course.course import load_module_file, repo_root
+
+    folder = next((repo_root() / "solutions").glob("33-*"))
+    checks = load_module_file(str(folder / "checks.py"))
+    mod = load_module_file(str(folder / "solution.py"))
+    k = checks.compiled(mod, "cluster", aligned=())
+    d = w.dispatch(k, int(mod.CONSUMER_WARPS))
+    assert d.load[0] == 0x2A40 and {0x2640, 0x28F0, 0x29A0} <= {address for address, _ in d.stores}
+    assert {"cluster_kernel+0x2a40", "cluster_kernel+0x2640"} <= w.pcs(k, int(mod.CONSUMER_WARPS), "cluster_kernel")

@@ -60,7 +60,7 @@ def correct(mod, shapes=TMA_SHAPES) -> str | None:
 PERSISTENT_SMALL = (129, 520, 200, 2)
 
 
-def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False):
+def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False, dispatch_pcs=None):
     """compute-sanitizer memcheck, racecheck and synccheck on one small launch (each in its own child process);
     ``shape`` is (M, N, K) or (M, N, K, programs) for a persistent launcher.
 
@@ -72,7 +72,12 @@ def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False):
     word sits right after its mbarriers, in one of two runs of lesson 18, not in the minimal kernels (two runs each)
     whose word sits 24 bytes past their mbarriers or that have none. Such a report, with both accesses at the kernel's
     ``def`` line (or at that of a helper in ``mod.fork_helpers`` that forks for it), passes with a note saying so;
-    any hazard elsewhere fails."""
+    any hazard elsewhere fails.
+
+    ``dispatch_pcs`` (``kernel+0xOFFSET`` each, ``gluon_course.nvidia.ws_dispatch.pcs`` of the kernel compiled as this
+    launch compiles it): the same rule by instruction instead of by line, which the line numbers cannot give where
+    the compiler hands the dispatch's stores the line of a neighbouring statement (lesson 33's cluster kernel: its
+    exit stores carry the line of its cluster barrier)."""
     from ..measure.isolated import sanitizer_check
 
     if not warp_specialized:
@@ -83,6 +88,14 @@ def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False):
         lines, first = inspect.getsourcelines(fn.fn)
         return f"{file}:{first + next(i for i, line in enumerate(lines) if line.lstrip().startswith('def '))}"
 
+    if dispatch_pcs is not None:
+        problem = sanitizer_check(f"{__file__}:small_launch", [mod.__file__, *shape], tools=SANITIZER_TOOLS,
+                                  ignore_race_pcs=dispatch_pcs)
+        if problem:
+            return problem
+        return Passed("racecheck: no hazard in the kernel's own code (hazards between the compiler's accesses of its "
+                      "warp-specialization state word, which named barrier 1 orders, are not counted: "
+                      + ", ".join(sorted(dispatch_pcs, key=lambda pc: int(pc.partition("+")[2], 16))) + ")")
     file = os.path.basename(mod.__file__)
     at = def_line(mod.matmul_kernel)
     # A helper that calls gl.warp_specialize for the kernel (lesson 33's fork_consumers) carries part of the same

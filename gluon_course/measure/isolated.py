@@ -117,11 +117,13 @@ def _summary(run: IsolatedRun, what: str, timeout: float) -> str | None:
                 "that never completes (a phase that never flips, a missing commit or wait); it was killed")
     if run.returncode == 0:
         return None
-    pairs = _race_pairs(run.output)
-    if pairs:
-        # Both accesses of each race (racecheck prints the second on the next line): which pair is the question.
-        shown = "; ".join(f"{first} and {second}" for first, second in list(dict.fromkeys(pairs))[:3])
-        return f"{what} failed: {len(pairs)} race report(s), between {shown}"
+    reports = race_reports(run.output)
+    if reports:
+        # Every access of each race (racecheck prints the first on the "Race reported" line, the others on the lines
+        # after it): which accesses they are is the question.
+        shown = "; ".join(" and ".join(f"{kind} at {at} ({place})" for kind, at, place in accesses)
+                          for accesses in reports[:3])
+        return f"{what} failed: {len(reports)} race report(s), between {shown}"
     lines = [line.strip() for line in run.output.splitlines() if line.strip()]
     errors = [line for line in lines if "ERROR SUMMARY" in line or line.startswith("========= Invalid")
               or "Race reported" in line or "Barrier error" in line or "Error:" in line]
@@ -129,13 +131,24 @@ def _summary(run: IsolatedRun, what: str, timeout: float) -> str | None:
     return f"{what} failed: {detail}"
 
 
-_RACE = re.compile(r"Race reported between (\w+) access at (\S+) in (\S+)\s*\n=+\s+and (\w+) access at (\S+) in (\S+)")
+_FIRST_ACCESS = re.compile(r"Race reported between (\w+) access at (\S+) in (\S+)")
+_MORE_ACCESS = re.compile(r"^=+\s+and (\w+) access at (\S+) in (\S+)")
 
 
-def _race_pairs(output: str) -> list[tuple[str, str]]:
-    """Each race racecheck reported, as its two accesses: ``"Read at kernel+0x2a40 (file.py:293)"``."""
-    return [(f"{k1} at {at1} ({in1.strip()})", f"{k2} at {at2} ({in2.strip()})")
-            for k1, at1, in1, k2, at2, in2 in _RACE.findall(output)]
+def race_reports(output: str) -> list[list[tuple[str, str, str]]]:
+    """Each race racecheck reported, as every access it names: (kind, where, source line), e.g.
+    ``("Read", "cluster_kernel+0x2a40", "solution.py:293")``. A report names its first access on its "Race reported
+    between" line and one or more others on the lines after it ("and Write access at ... [18 hazards]")."""
+    reports = []
+    for line in output.splitlines():
+        first = _FIRST_ACCESS.search(line)
+        if first:
+            reports.append([first.groups()])
+            continue
+        more = _MORE_ACCESS.search(line)
+        if more and reports:
+            reports[-1].append(more.groups())
+    return [[(kind, at, place.strip()) for kind, at, place in accesses] for accesses in reports]
 
 
 def check_isolated(target: str, args=(), timeout: float = LAUNCH_LIMIT_S) -> str | None:
@@ -157,31 +170,42 @@ def check_in_child(target: str, args=(), timeout: float = LAUNCH_LIMIT_S) -> str
     return _summary(run, "the check's child process", timeout)
 
 
-def _races(output: str) -> list[tuple[str, str]]:
-    """(first access's place, second's) of each race racecheck reported: ``file.py:LINE`` each."""
-    return [(in1.strip(), in2.strip()) for _, _, in1, _, _, in2 in _RACE.findall(output)]
-
-
 def races_only_at(output: str, places) -> bool:
-    """True when racecheck's ``output`` reports races and both accesses of every one sit at one of ``places``
+    """True when racecheck's ``output`` reports races and every access of every one sits at one of ``places``
     (``file.py:LINE`` each)."""
-    races = _races(output)
-    return bool(races) and all(a in places and b in places for a, b in races)
+    reports = race_reports(output)
+    return bool(reports) and all(place in places for accesses in reports for _, _, place in accesses)
+
+
+def races_only_at_pcs(output: str, pcs) -> bool:
+    """True when racecheck's ``output`` reports races and every access of every one is at one of ``pcs``
+    (``kernel+0x2a40`` each: the kernel's name and the instruction's offset in its listing, as racecheck names them)."""
+    reports = race_reports(output)
+    wanted = {_pc(p) for p in pcs}
+    return bool(reports) and all(_pc(at) in wanted for accesses in reports for _, at, _ in accesses)
+
+
+def _pc(at: str) -> tuple[str, int]:
+    name, _, offset = at.partition("+")
+    return name, int(offset, 16) if offset else -1
 
 
 def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 300,
-                    ignore_race_at=None):
+                    ignore_race_at=None, ignore_race_pcs=None):
     """Run ``target`` under each compute-sanitizer tool, the tools side by side (each its own child process: small
     launches, so they share the GPU at no cost to what they check): None when all are clean, else one sentence.
     ``ignore_race_at`` (``file.py:LINE``, or several): a racecheck report whose every hazard is between two accesses
-    at those lines counts as clean (the caller says why in its own words: ``grading.tma_gemm.sanitizer_clean``)."""
+    at those lines counts as clean (the caller says why in its own words: ``grading.tma_gemm.sanitizer_clean``);
+    ``ignore_race_pcs`` (``kernel+0xOFFSET`` each): the same by the instructions themselves."""
     places = {ignore_race_at} if isinstance(ignore_race_at, str) else set(ignore_race_at or ())
+    pcs = set(ignore_race_pcs or ())
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(tools)) as pool:
         runs = list(pool.map(lambda tool: run_isolated(target, args, timeout=timeout, tool=tool), tools))
     for tool, run in zip(tools, runs):
-        if tool == "racecheck" and places and run.returncode not in (0, None) and races_only_at(run.output, places):
+        if tool == "racecheck" and run.returncode not in (0, None) and (
+                (places and races_only_at(run.output, places)) or (pcs and races_only_at_pcs(run.output, pcs))):
             continue
         problem = _summary(run, f"compute-sanitizer --tool {tool}", timeout)
         if problem:

@@ -224,9 +224,17 @@ def dispatch(k, default_warps: int) -> Dispatch:
                       and any(BAR1 in j.text for j in ins[max(0, n - 4):n]))
     base = _imm(state_load.text)
     state = base + default_warps
-    stores = [(i.address, i.text) for i in ins if i.opcode == "STS" and _imm(i.text) == state]
+    # STS or STS.64 (a kernel whose default partition writes the whole word of states at once, as lesson 33's does)
+    stores = [(i.address, i.text) for i in ins if i.opcode.split(".")[0] == "STS" and _imm(i.text) == state]
     exch = sorted({_imm(i.text) for i in ins if i.opcode.startswith("SYNCS.EXCH")})
     return Dispatch(state, exch, stores, (state_load.address, state_load.text), base, default_warps)
+
+
+def pcs(k, default_warps: int, name: str) -> set:
+    """The dispatch's accesses of its state word in ``k`` (every store and the workers' load) as racecheck names an
+    instruction: ``name+0xOFFSET``."""
+    d = dispatch(k, default_warps)
+    return {f"{name}+0x{address:x}" for address, _ in d.stores} | {f"{name}+0x{d.load[0]:x}"}
 
 
 def excerpt(k, default_warps: int, before: int = 1, after: int = 1) -> str:
