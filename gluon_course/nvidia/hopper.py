@@ -70,17 +70,38 @@ def require_hopper(t: torch.Tensor) -> None:
 
 
 _RESIDENT: dict = {}
+_RESIDENT_BY_LAUNCH: dict = {}      # (kernel, cluster, device, what the compile depends on) -> the answer
+
+
+def _launch_key(kernel, args, kwargs, cluster: int, device):
+    """What the compiled kernel's shared memory and warps depend on: the constexprs and options (``kwargs``) and each
+    descriptor's block and dtype (the integers' values only change Triton's specialization, not the resources).
+    None when something in them cannot be a dictionary key: then the answer is not kept by launch."""
+    described = tuple((tuple(getattr(a, "block_shape", ())), str(getattr(getattr(a, "base", None), "dtype", None)))
+                      for a in args if hasattr(a, "block_shape"))
+    key = (id(kernel), cluster, str(device), described, tuple(sorted(kwargs.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def resident_clusters(kernel, args, kwargs, cluster: int, device) -> int:
     """How many clusters of ``cluster`` CTAs of this compiled kernel the GPU holds at once (the CUDA driver's
     cuOccupancyMaxActiveClusters, as Triton's NVIDIA driver exposes it): a persistent kernel launched with more waits
-    for a second wave. A cluster's CTAs must share a GPC, so this can be fewer than SMs / cluster."""
+    for a second wave. A cluster's CTAs must share a GPC, so this can be fewer than SMs / cluster.
+
+    The answer is kept by launch (``_launch_key``): asking again binds the kernel's arguments (``kernel.warmup``),
+    which costs a launcher call's worth of host time, so only the first call of a configuration pays it."""
     import triton
 
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     if cluster == 1:
         return sms
+    by_launch = _launch_key(kernel, args, kwargs, cluster, device)
+    if by_launch is not None and by_launch in _RESIDENT_BY_LAUNCH:
+        return _RESIDENT_BY_LAUNCH[by_launch]
     try:
         compiled = kernel.warmup(*args, grid=(1,), **kwargs)
         key = (id(compiled), cluster, device)
@@ -95,4 +116,7 @@ def resident_clusters(kernel, args, kwargs, cluster: int, device) -> int:
         warnings.warn(f"could not ask the driver how many clusters fit ({type(e).__name__}: {e}); launching "
                       f"{sms // cluster}, which may leave some for a second wave")
         return max(1, sms // cluster)
-    return max(1, min(_RESIDENT[key], sms // cluster))
+    found = max(1, min(_RESIDENT[key], sms // cluster))
+    if by_launch is not None:
+        _RESIDENT_BY_LAUNCH[by_launch] = found
+    return found
