@@ -149,13 +149,14 @@ def sweep_measure(version: str, against: str = "library", dtype: str = "bf16", *
 
         torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
         run = (lambda a, b, c: mod.matmul(a, b, c, **config))
-        ratios, texts, spreads = {}, {}, {}
+        ratios, texts, spreads, graphs = {}, {}, {}, {}
         for shape in GEMM_SWEEP_SHAPES:
             if against == "library":
                 m = gemm_figure(run, *shape, torch_dtype, label=f"{version} {shape}")
             else:
                 m = over_plain_triton_measure(*shape, dtype, version=version, **config)(mod)
             ratios[shape], texts[shape], spreads[shape] = m.value, m.text, m.details["spread"]
+            graphs[shape] = m.details.get("graph_ratio")          # the same ratio from CUDA-graph replays
         summary = summarise(ratios, texts)
         (worst_shape, worst) = summary.worst
         shape_text = "×".join(map(str, worst_shape))
@@ -165,6 +166,7 @@ def sweep_measure(version: str, against: str = "library", dtype: str = "bf16", *
                            {"ratios": {"×".join(map(str, s)): r for s, r in ratios.items()},
                             "texts": {"×".join(map(str, s)): t for s, t in texts.items()},
                             "spreads": {"×".join(map(str, s)): v for s, v in spreads.items()},
+                            "graph_ratios": {"×".join(map(str, s)): g for s, g in graphs.items()},
                             "worst": [shape_text, worst], "against": against})
     return measure
 

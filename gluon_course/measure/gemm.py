@@ -294,13 +294,15 @@ def paired_speedup(launch, before, M: int = 8192, N: int = 8192, K: int = 8192, 
             raise AssertionError(f"{label}: {name} is wrong on the {M}×{N}×{K} benchmark input: {problem}.")
     del ref
     timed = paired_ms(lambda: launch(a, b, c), lambda: before(a, b, c), pairs)
+    # The CUDA-graph twin (lesson 31), as gemm_figure keeps it: both versions with no host between the launches.
+    graph = {"graph_ms": graph_ms(lambda: launch(a, b, c)), "before_graph_ms": graph_ms(lambda: before(a, b, c))}
     del a, b, c
     free_cache()
     now, then = tflops(M, N, K, timed.kernel), tflops(M, N, K, timed.ceiling)
     pair = [tflops(M, N, K, ms) for ms in timed.median_pair]
     return Measurement(timed.ratio, f"{now:.0f} TFLOPS vs {then:.0f} TFLOPS",
                        {"tflops": now, "before_tflops": then, "median_pair_tflops": [round(r, 1) for r in pair],
-                        **timed.details()})
+                        **timed.details(), **graph, "graph_ratio": graph["before_graph_ms"] / graph["graph_ms"]})
 
 
 # -- shape sweep ---------------------------------------------------------------------------------
