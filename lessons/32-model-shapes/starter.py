@@ -104,6 +104,29 @@ def store_tile(c_desc, c_smem, values, pid_m, pid_n, BLOCK_M: gl.constexpr, BLOC
 
 
 @gluon.jit
+def unit_products(a_ring, b_ring, ready, empty, step, k_first, k_last, STAGES: gl.constexpr,
+                  acc_layout: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr):
+    """One work unit's products, lesson 19's K loop over steps [k_first, k_last): each slot waited for, multiplied
+    with one wgmma in flight, and released once the next product has started (the last after the final wait).
+    Returns the fp32 sum and the ring's step count after the unit."""
+    BLOCK_M: gl.constexpr = a_ring.shape[1] if A_KM else a_ring.shape[2]
+    BLOCK_N: gl.constexpr = b_ring.shape[2] if B_KN else b_ring.shape[1]
+    acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+    for k in range(k_first, k_last):
+        slot = step % STAGES
+        mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+        a = a_ring.index(slot) if A_KM else a_ring.index(slot).permute((1, 0))
+        b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
+        acc = warpgroup_mma(a, b, acc, is_async=True)
+        acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a, b))
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > k_first)
+        step += 1
+    acc = warpgroup_mma_wait(0, deps=(acc,))
+    mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+    return acc, step
+
+
+@gluon.jit
 def mma_partition(c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, arrivals_ptr, M, N, K, SPLIT_K,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr, A_KM: gl.constexpr,
                   B_KN: gl.constexpr, SPLIT: gl.constexpr, SWAP_AB: gl.constexpr):
@@ -120,18 +143,7 @@ def mma_partition(c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, arr
     step = 0
     for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
         tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
-        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
-        for k in range(k_first, k_last):
-            slot = step % STAGES
-            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
-            a = a_ring.index(slot) if A_KM else a_ring.index(slot).permute((1, 0))
-            b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
-            acc = warpgroup_mma(a, b, acc, is_async=True)
-            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a, b))
-            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > k_first)
-            step += 1
-        acc = warpgroup_mma_wait(0, deps=(acc,))
-        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        acc, step = unit_products(a_ring, b_ring, ready, empty, step, k_first, k_last, STAGES, acc_layout, A_KM, B_KN)
         if not SPLIT:
             store_tile(c_desc, c_smem, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SWAP_AB)
         else:
@@ -306,18 +318,7 @@ def streamk_mma_partition(c_desc, a_ring, b_ring, c_smem, ready, empty, partial_
     for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
         tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
                                                           GROUP_M)
-        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
-        for k in range(k0, k1):
-            slot = step % STAGES
-            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
-            a_tile = a_ring.index(slot) if A_KM else a_ring.index(slot).permute((1, 0))
-            b_tile = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
-            acc = warpgroup_mma(a_tile, b_tile, acc, is_async=True)
-            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_tile, b_tile))
-            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > k0)
-            step += 1
-        acc = warpgroup_mma_wait(0, deps=(acc,))
-        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        acc, step = unit_products(a_ring, b_ring, ready, empty, step, k0, k1, STAGES, acc_layout, A_KM, B_KN)
         if q0 == q1:
             store_tile(c_desc, c_smem, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SWAP_AB)
         else:
