@@ -70,14 +70,13 @@ def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False, dispatch_p
     finds it). The barrier orders the pair, yet racecheck reports it as a RAW hazard now and then: on an H200
     (2026-12-02, tools/gpu/race-repro.sh) 177 times in one run of 10 launches of a minimal persistent TMA ring whose
     word sits right after its mbarriers, in one of two runs of lesson 18, not in the minimal kernels (two runs each)
-    whose word sits 24 bytes past their mbarriers or that have none. Such a report, with both accesses at the kernel's
-    ``def`` line (or at that of a helper in ``mod.fork_helpers`` that forks for it), passes with a note saying so;
-    any hazard elsewhere fails.
+    whose word sits 24 bytes past their mbarriers or that have none. Such a report, with every access at the kernel's
+    ``def`` line, passes with a note saying so; any hazard elsewhere fails.
 
     ``dispatch_pcs`` (``kernel+0xOFFSET`` each, ``gluon_course.nvidia.ws_dispatch.pcs`` of the kernel compiled as this
     launch compiles it): the same rule by instruction instead of by line, which the line numbers cannot give where
-    the compiler hands the dispatch's stores the line of a neighbouring statement (lesson 33's cluster kernel: its
-    exit stores carry the line of its cluster barrier)."""
+    the compiler hands one of the dispatch's stores the line of a neighbouring statement (lesson 33's cluster kernel:
+    its store at +0x2640 carries the line of its cluster barrier)."""
     from ..measure.isolated import sanitizer_check
 
     if not warp_specialized:
@@ -98,9 +97,7 @@ def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False, dispatch_p
                       + ", ".join(sorted(dispatch_pcs, key=lambda pc: int(pc.partition("+")[2], 16))) + ")")
     file = os.path.basename(mod.__file__)
     at = def_line(mod.matmul_kernel)
-    # A helper that calls gl.warp_specialize for the kernel (lesson 33's fork_consumers) carries part of the same
-    # dispatch at its own def line: the fork's store of the state word.
-    places = {at, *(def_line(fn) for fn in getattr(mod, "fork_helpers", ()))}
+    places = {at}
     problem = sanitizer_check(f"{__file__}:small_launch", [mod.__file__, *shape], tools=SANITIZER_TOOLS,
                               ignore_race_at=places)
     if problem:

@@ -334,7 +334,7 @@ def sanitizer_clean(mod):
     # The compiler's warp-specialization state word, found in cluster_kernel's listing as this launch compiles it
     # (B K × N, no size a multiple of 16): its stores and the workers' load are the only accesses set aside. On the
     # H200 (2026-12-02) racecheck named four of them, its Read at +0x2a40 and Writes at +0x2640, +0x28f0 and +0x29a0;
-    # it gave the first store the line of the cluster barrier, so a rule by line would not hold.
+    # it gave the store at +0x2640 the line of the cluster barrier, so a rule by line would not hold.
     k = compiled(mod, "cluster", aligned=())
     pcs = ws_dispatch.pcs(k, int(mod.CONSUMER_WARPS), "cluster_kernel")
     return tma_gemm.sanitizer_clean(_ClusterKernel(mod), SANITIZER_SHAPE, warp_specialized=True, dispatch_pcs=pcs)
