@@ -44,10 +44,12 @@ def _require_close(fn, ref, c, K: int, what: str) -> None:
         raise AssertionError(f"{what} at {c.shape[0]}×{c.shape[1]}×{K}: {problem}")
 
 
-def model_table(launch, against_triton=None, shapes=MODEL_SHAPES, pairs: int = 3) -> dict:
+def model_table(launch, against_triton=None, shapes=MODEL_SHAPES, pairs: int = 3, triton_config=None) -> dict:
     """For each shape (M, N, K): ``launch(a, w.t(), c)`` against ``F.linear(a, w)`` (and ``against_triton(a, w.t(),
     c)`` when given), each a median of ``pairs`` interleaved do_bench pairs; the graph replay of both; the SM clock
-    and power while they ran, and the launcher's share of the dense bf16 peak at that clock."""
+    and power while they ran, and the launcher's share of the dense bf16 peak at that clock. ``triton_config(M, N,
+    K)``: the configuration plain Triton's autotuner picked in this process, kept with the shape (it picks afresh in
+    every process, and its time moves with the pick)."""
     rows = {}
     for i, (M, N, K) in enumerate(shapes):
         a, w, c = _inputs(M, N, K, seed=i)
@@ -73,6 +75,8 @@ def model_table(launch, against_triton=None, shapes=MODEL_SHAPES, pairs: int = 3
             row["over_plain_triton"] = vs.ratio
             row["over_plain_triton_pairs"] = [round(r, 4) for r in vs.ratios]   # lesson 30's rule reads every pair
             row["plain_triton_us"] = 1e3 * vs.ceiling
+            if triton_config is not None:
+                row["plain_triton_config"] = triton_config(M, N, K)
         rows[f"{M}x{N}x{K}"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
         del a, w, b, c, ref
     ratios = [r["ratio"] for r in rows.values()]

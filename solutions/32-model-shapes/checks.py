@@ -356,7 +356,8 @@ def _table_run(module_file: str) -> dict:
     from gluon_course.measure.linear import model_table
 
     mod = load_module_file(module_file)
-    return model_table(lambda a, b, c: mod.linear(a, b, c), against_triton=plain_triton.linear)
+    return model_table(lambda a, b, c: mod.linear(a, b, c), against_triton=plain_triton.linear,
+                       triton_config=plain_triton.chosen_linear_config)
 
 
 def _details(run: dict, keys) -> dict:
