@@ -94,9 +94,9 @@ def decode_roofline(launch, shapes=None) -> dict:
     """For the decode shapes (M ≤ 16): W's bytes over the kernel's time with L2 emptied before each call by reading
     another buffer (``cold_kernel_ms``), as a fraction of the device copy's bandwidth measured now; F.linear's
     beside it. Each row also holds both kernels timed after do_bench's way of emptying L2 (overwriting a buffer,
-    which leaves L2's lines dirty for the kernel to write back: the ``*_write_flush`` keys), and ours replayed with
+    which leaves L2's lines dirty for the kernel to write back: the ``*_write_flush`` keys), ours replayed with
     L2 kept (``warm_us``: below the cold time only if L2 held W, so a cold time near it would say the read left W
-    in L2)."""
+    in L2), and a plain read of W by ``torch.sum`` timed as ours is (``stream_us``, ``stream_fraction``)."""
     shapes = shapes or tuple(s for s in MODEL_SHAPES if s[0] <= 16)
     ceiling = copy_ceiling_tbs()
     rows = {}
@@ -109,12 +109,16 @@ def decode_roofline(launch, shapes=None) -> dict:
         ours, lib = cold_kernel_ms(lambda: launch(a, b, c)), cold_kernel_ms(lambda: F.linear(a, w))
         ours_w = cold_kernel_ms(lambda: launch(a, b, c), flush="write")
         lib_w = cold_kernel_ms(lambda: F.linear(a, w), flush="write")
+        # A plain read of W (torch's sum) after the same read of L2: what a kernel that only streams W's bytes takes
+        # here, its launch and first loads included.
+        stream = cold_kernel_ms(lambda: w.sum(dtype=torch.float32))
         rows[f"{M}x{N}x{K}"] = {"us": round(1e3 * ours, 2), "f_linear_us": round(1e3 * lib, 2),
                                 "fraction": share(ours), "f_linear_fraction": share(lib),
                                 "us_write_flush": round(1e3 * ours_w, 2), "fraction_write_flush": share(ours_w),
                                 "f_linear_us_write_flush": round(1e3 * lib_w, 2),
                                 "f_linear_fraction_write_flush": share(lib_w),
                                 "warm_us": round(1e3 * graph_ms(lambda: launch(a, b, c)), 2),
+                                "stream_us": round(1e3 * stream, 2), "stream_fraction": share(stream),
                                 "bench_us": round(1e3 * bench_ms(lambda: launch(a, b, c)), 2)}
         del a, w, b, c
     worst = min(rows, key=lambda s: rows[s]["fraction"])
