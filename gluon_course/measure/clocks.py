@@ -76,5 +76,5 @@ def clocks_figure(versions: dict, M: int, N: int, K: int, headline: str, library
                      "watts": statistics.median(x[2] for x in r), "samples": sum(x[3] for x in r)}
     value = per[library]["ms"] / per[headline]["ms"]
     text = (f"{headline} {per[headline]['tflops']:.0f} TFLOPS at {per[headline]['sm_mhz']:.0f} MHz vs {library} "
-            f"{per[library]['tflops']:.0f} at {per[library]['sm_mhz']:.0f}")
+            f"{per[library]['tflops']:.0f} TFLOPS at {per[library]['sm_mhz']:.0f} MHz")
     return Measurement(value, text, {"shape": [M, N, K], "rounds": rounds, "library": library, "versions": per})
