@@ -211,8 +211,8 @@ def cold_kernel_ms(fn, calls: int = 10, replays: int = 5, flush_bytes: int = 256
     How L2 is emptied matters. ``flush="read"`` (the default) reads the buffer: L2 is left holding the buffer's clean
     lines, and ``fn`` pays for its own bytes only. ``flush="write"`` overwrites the buffer, as do_bench does: L2 is
     left full of dirty lines, and ``fn``, bringing its own lines in, pays for writing back those it evicts: the
-    flush's own writes, charged to ``fn`` (on an H200, 2026-12-02, 2.0 µs more for a 32 MiB W, 7.0–7.1 µs for 1 GiB:
-    lesson 32's decode rows)."""
+    flush's own writes, charged to ``fn`` (on an H200, in lesson 32's two recordings of 2026-12-02: 1.3–2.8 µs more
+    for a 32 MiB W, 6.5–8.4 µs for W's 1002 MiB, both kernels of its decode rows)."""
     require_gpu("a cold-L2 kernel timing")
     if flush not in ("read", "write"):
         raise ValueError(f"flush={flush!r}: 'read' (L2 left clean) or 'write' (L2 left dirty, as do_bench leaves it)")
