@@ -129,3 +129,33 @@ def test_a_race_report_names_every_access():
     assert not races_only_at_pcs(LESSON33_RACE, dispatch - {"cluster_kernel+0x28f0"})     # one access outside: fails
     assert not races_only_at_pcs(LESSON33_RACE.replace("cluster_kernel+0x29a0", "other_kernel+0x29a0"), dispatch)
     assert not races_only_at_pcs("========= RACECHECK SUMMARY: 0 hazards displayed", dispatch)
+
+
+def test_what_the_rule_set_aside_is_counted_for_the_record(monkeypatch):
+    """sanitizer_check fills ``set_aside`` with what racecheck reported this time and the rule did not count (the
+    recording keeps it; the check's note does not change): one race, 21 hazards in LESSON33_RACE; 0 and 0 for a clean
+    racecheck. A race outside the rule still fails."""
+    from gluon_course.measure import isolated
+
+    dispatch = {"cluster_kernel+0x2a40", "cluster_kernel+0x2640", "cluster_kernel+0x28f0", "cluster_kernel+0x29a0"}
+    clean = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+
+    def runs(racecheck_output, code):
+        def run(target, args=(), *, timeout, tool=None):
+            if tool == "racecheck":
+                return isolated.IsolatedRun(code, racecheck_output, 1.0)
+            return isolated.IsolatedRun(0, "========= ERROR SUMMARY: 0 errors\n", 1.0)
+        return run
+
+    for output, code, expected in ((LESSON33_RACE, 1, {"races_set_aside": 1, "hazards_set_aside": 21}),
+                                   (clean, 0, {"races_set_aside": 0, "hazards_set_aside": 0})):
+        monkeypatch.setattr(isolated, "run_isolated", runs(output, code))
+        facts = {}
+        assert isolated.sanitizer_check("x.py:f", tools=("memcheck", "racecheck"), ignore_race_pcs=dispatch,
+                                        set_aside=facts) is None
+        assert facts == expected
+    monkeypatch.setattr(isolated, "run_isolated", runs(LESSON33_RACE.replace("+0x29a0", "+0x1000"), 1))
+    facts = {}
+    assert "race" in isolated.sanitizer_check("x.py:f", tools=("memcheck", "racecheck"), ignore_race_pcs=dispatch,
+                                              set_aside=facts).lower()
+    assert facts == {"races_set_aside": 0, "hazards_set_aside": 0}

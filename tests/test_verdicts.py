@@ -22,6 +22,15 @@ def test_the_three_verdicts_read_apart():
     assert shown_once(unchecked, []) == unchecked.line()
 
 
+def test_a_passing_checks_facts_are_kept_and_not_printed():
+    """Passed.facts (what a run saw, e.g. racecheck's set-aside hazards) travels with the outcome to the record; the
+    printed line is the note alone, the same from run to run."""
+    noted = run_check(Check("f", "a fact", lambda mod: Passed("with a note", {"hazards_set_aside": 21})), None)
+    assert noted.ok and noted.facts == {"hazards_set_aside": 21}
+    assert noted.line() == "✓ a fact: with a note"
+    assert run_check(Check("g", "a fact", lambda mod: Passed("with a note")), None).facts is None
+
+
 def test_a_check_that_returns_something_else_is_a_course_bug():
     with pytest.raises(TypeError, match="returns None, Passed, NotChecked or a sentence"):
         run_check(Check("e", "a fact", lambda mod: True), None)

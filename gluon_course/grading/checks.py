@@ -106,8 +106,11 @@ class Expectation:
 
 @dataclass(frozen=True)
 class Passed:
-    """What a check returns when it passes *and* has something worth showing (e.g. the error CUDA gave)."""
+    """What a check returns when it passes *and* has something worth showing (e.g. the error CUDA gave). ``facts``:
+    what the run saw that the note does not print (its words stay the same from run to run, for nbval), kept with the
+    check's outcome in ``results/`` when it is recorded."""
     note: str
+    facts: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,8 @@ class Lab:
                 outcome = run_check(check, self.module, self.lesson.number)
                 ok, detail = outcome.ok, outcome.detail
                 if records.recording_enabled(self.lesson.number):
-                    records.save(key, {"kind": "check", "name": check.title, "passed": ok, "detail": detail})
+                    records.save(key, {"kind": "check", "name": check.title, "passed": ok, "detail": detail,
+                                       **({"facts": outcome.facts} if outcome.facts else {})})
             else:
                 entry = records.load()["figures"].get(key)
                 if entry is None:

@@ -38,6 +38,7 @@ class Outcome:
     detail: str = ""
     unchecked: bool = False    # neither passed nor failed: the check could not decide here (detail says why)
     raised: str = ""           # the exception's class when the check ended in one (a compile error, a launch error)
+    facts: dict | None = None  # what a passing check saw beyond its note (Passed.facts), recorded, not printed
 
     @property
     def failed(self) -> bool:
@@ -75,7 +76,7 @@ def run_check(check: Check, module, number: str | None = None) -> Outcome:
     if check.gpu:
         free_cache()
     if isinstance(problem, Passed):
-        return Outcome(check.key, check.title, True, problem.note)
+        return Outcome(check.key, check.title, True, problem.note, facts=problem.facts)
     if isinstance(problem, NotChecked):
         return Outcome(check.key, check.title, False, problem.why, unchecked=True)
     if problem is not None and not isinstance(problem, str):

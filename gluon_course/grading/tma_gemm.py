@@ -87,25 +87,28 @@ def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False, dispatch_p
         lines, first = inspect.getsourcelines(fn.fn)
         return f"{file}:{first + next(i for i, line in enumerate(lines) if line.lstrip().startswith('def '))}"
 
+    # What racecheck reported this time and the rule set aside goes to the record (Passed.facts), not into the
+    # note: the note's words stay the same from run to run, for nbval.
+    facts: dict = {}
     if dispatch_pcs is not None:
         problem = sanitizer_check(f"{__file__}:small_launch", [mod.__file__, *shape], tools=SANITIZER_TOOLS,
-                                  ignore_race_pcs=dispatch_pcs)
+                                  ignore_race_pcs=dispatch_pcs, set_aside=facts)
         if problem:
             return problem
         return Passed("racecheck: no hazard in the kernel's own code (hazards between the compiler's accesses of its "
                       "warp-specialization state word, which named barrier 1 orders, are not counted: "
-                      + ", ".join(sorted(dispatch_pcs, key=lambda pc: int(pc.partition("+")[2], 16))) + ")")
+                      + ", ".join(sorted(dispatch_pcs, key=lambda pc: int(pc.partition("+")[2], 16))) + ")", facts)
     file = os.path.basename(mod.__file__)
     at = def_line(mod.matmul_kernel)
     places = {at}
     problem = sanitizer_check(f"{__file__}:small_launch", [mod.__file__, *shape], tools=SANITIZER_TOOLS,
-                              ignore_race_at=places)
+                              ignore_race_at=places, set_aside=facts)
     if problem:
         return problem
     # The same words whether or not racecheck reported the compiler's pair this time (it does so now and then).
     return Passed(f"racecheck: no hazard in the kernel's own code (hazards between two accesses at "
                   f"{' or '.join(sorted(places))}, the "
-                  "compiler's warp-specialization state word, which named barrier 1 orders, are not counted)")
+                  "compiler's warp-specialization state word, which named barrier 1 orders, are not counted)", facts)
 
 
 

@@ -151,6 +151,14 @@ def race_reports(output: str) -> list[list[tuple[str, str, str]]]:
     return [[(kind, at, place.strip()) for kind, at, place in accesses] for accesses in reports]
 
 
+_HAZARDS = re.compile(r"\[(\d+) hazards?\]")
+
+
+def hazard_count(output: str) -> int:
+    """The hazards racecheck's reports add up to (the ``[N hazards]`` after each access it names)."""
+    return sum(int(n) for n in _HAZARDS.findall(output))
+
+
 def check_isolated(target: str, args=(), timeout: float = LAUNCH_LIMIT_S) -> str | None:
     """None when one launch in a child process finishes in time and cleanly; else one sentence."""
     return _summary(run_isolated(target, args, timeout=timeout), "the launch", timeout)
@@ -191,12 +199,14 @@ def _pc(at: str) -> tuple[str, int]:
 
 
 def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 300,
-                    ignore_race_at=None, ignore_race_pcs=None):
+                    ignore_race_at=None, ignore_race_pcs=None, set_aside: dict | None = None):
     """Run ``target`` under each compute-sanitizer tool, the tools side by side (each its own child process: small
     launches, so they share the GPU at no cost to what they check): None when all are clean, else one sentence.
     ``ignore_race_at`` (``file.py:LINE``, or several): a racecheck report whose every hazard is between two accesses
     at those lines counts as clean (the caller says why in its own words: ``grading.tma_gemm.sanitizer_clean``);
-    ``ignore_race_pcs`` (``kernel+0xOFFSET`` each): the same by the instructions themselves."""
+    ``ignore_race_pcs`` (``kernel+0xOFFSET`` each): the same by the instructions themselves. ``set_aside`` (a dict,
+    filled when racecheck ran): ``races_set_aside`` and ``hazards_set_aside``, what racecheck reported this time that
+    those rules did not count (0 and 0 when it reported nothing), so that a recording says whether it did."""
     places = {ignore_race_at} if isinstance(ignore_race_at, str) else set(ignore_race_at or ())
     pcs = set(ignore_race_pcs or ())
     from concurrent.futures import ThreadPoolExecutor
@@ -204,8 +214,12 @@ def sanitizer_check(target: str, args=(), tools=("memcheck",), timeout: float = 
     with ThreadPoolExecutor(max_workers=len(tools)) as pool:
         runs = list(pool.map(lambda tool: run_isolated(target, args, timeout=timeout, tool=tool), tools))
     for tool, run in zip(tools, runs):
+        if tool == "racecheck" and set_aside is not None:
+            set_aside.update(races_set_aside=0, hazards_set_aside=0)
         if tool == "racecheck" and run.returncode not in (0, None) and (
                 (places and races_only_at(run.output, places)) or (pcs and races_only_at_pcs(run.output, pcs))):
+            if set_aside is not None:
+                set_aside.update(races_set_aside=len(race_reports(run.output)), hazards_set_aside=hazard_count(run.output))
             continue
         problem = _summary(run, f"compute-sanitizer --tool {tool}", timeout)
         if problem:
