@@ -109,14 +109,17 @@ book: venv
 # ---------------------------------------------------------------------------------------------------
 # Tests: tests/ and the lesson notebooks (nbval) in one pytest run on TEST_JOBS workers (pytest-xdist, --dist
 # loadscope): tests go to whichever worker is free, one at a time, except a notebook's cells and the modules whose
-# fixtures are built once, which stay together on one worker, in order (tests/conftest.py says which). Both workers
+# fixtures are built once, which stay together on one worker, in order (tests/conftest.py says which). The workers
 # share one compile cache (Triton's, TRITON_CACHE_DIR or ~/.triton/cache, which also keeps the toolkit's
 # disassemblies), so a kernel compiled for a test is found by the notebook that shows it, and the other way round.
-# Two workers where no GPU is seen, as many as the course's 2-core reference machine has cores; one process (-n 0)
-# where nvidia-smi or rocm-smi sees a GPU, so that no notebook is timed beside another test's kernels.
+# Where no GPU is seen, one worker more than the machine has cores: a worker often waits (for a notebook's kernel to
+# start, for ptxas, nvdisasm or Chromium, for a child process under a time limit), and the third worker fills those
+# waits (on the 2-core reference machine, Triton's cache empty, 2026-12-02: 352 s with 3 workers, 382 s with 2). One
+# process (-n 0) where nvidia-smi or rocm-smi sees a GPU, so that no notebook is timed beside another test's kernels.
 # make test-tests runs tests/ alone, make test-notebooks the notebooks alone.
 HAS_GPU := $(shell { nvidia-smi -L || rocm-smi --showid; } >/dev/null 2>&1 && echo yes)
-TEST_JOBS ?= $(if $(HAS_GPU),0,2)
+CORES := $(shell nproc 2>/dev/null || echo 2)
+TEST_JOBS ?= $(if $(HAS_GPU),0,$(shell echo $$(( $(CORES) + 1 ))))
 test: venv
 	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope $(NBVAL_FLAGS) $(LONGEST_FIRST) tests $(PYTEST_ARGS) \
 	  && echo "make test: all passed" || { echo "make test: FAILED (see above)" >&2; exit 1; }
