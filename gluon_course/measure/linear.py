@@ -19,7 +19,8 @@ from .timing import ClockSampler, bench_ms, cold_kernel_ms, copy_ceiling_tbs, gr
 FLOPS_PER_SM_CLOCK = 4096
 
 
-def _inputs(M: int, N: int, K: int, seed: int):
+def linear_inputs(M: int, N: int, K: int, seed: int):
+    """A (M × K activations), W (N × K weights) and an empty C (M × N), bf16 on the GPU, as this module times them."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -52,7 +53,7 @@ def model_table(launch, against_triton=None, shapes=MODEL_SHAPES, pairs: int = 3
     every process, and its time moves with the pick)."""
     rows = {}
     for i, (M, N, K) in enumerate(shapes):
-        a, w, c = _inputs(M, N, K, seed=i)
+        a, w, c = linear_inputs(M, N, K, seed=i)
         b = w.t()
         ours = lambda: launch(a, b, c)  # noqa: E731
         lib = lambda: F.linear(a, w)    # noqa: E731
@@ -101,7 +102,7 @@ def decode_roofline(launch, shapes=None) -> dict:
     ceiling = copy_ceiling_tbs()
     rows = {}
     for i, (M, N, K) in enumerate(shapes):
-        a, w, c = _inputs(M, N, K, seed=100 + i)
+        a, w, c = linear_inputs(M, N, K, seed=100 + i)
         b = w.t()
         launch(a, b, c)
         w_bytes = N * K * w.element_size()
