@@ -57,3 +57,31 @@ def test_new_candidates_are_new_and_fit():
             assert c["SPLIT_K"] <= -(-K // c["BLOCK_K"])
             c_bytes = c["BLOCK_M"] * c["BLOCK_N"] * 2
             assert dispatch._ring_fits(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["STAGES"], c_bytes), c
+
+
+def test_deep_space_fits_and_is_what_space_deep_times(tmp_path, monkeypatch):
+    # The deep rings: each fits one SM; decode shapes get only swap-AB's (a 64-row tile of A for 16 rows is waste).
+    for M, N, K in ((1, 4096, 4096), (16, 4096, 14336), (64, 6144, 4096), (128, 4096, 4096)):
+        deep = dispatch.deep_candidates(M, N, K)
+        assert deep, (M, N, K)
+        for c in deep:
+            assert dispatch._ring_fits(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["STAGES"],
+                                       c["BLOCK_M"] * c["BLOCK_N"] * 2), c
+            assert c["SWAP_AB"] or M > 16
+    assert max(c["STAGES"] for c in dispatch.deep_candidates(16, 4096, 4096)) == 16
+    tool = _tool()
+    table = tmp_path / "table.json"
+    shutil.copy(dispatch.table_path(), table)
+    timed = []
+
+    def fake_times(lesson, M, N, K, configs):
+        timed.append(configs[1:])
+        return [{key: c[key] for key in tool.ROW_KEYS} | {"us": 100.0} for c in configs], 80.0
+
+    monkeypatch.setattr(tool, "time_candidates", fake_times)
+    monkeypatch.setattr(tool, "provenance", lambda started, sms: {"gpu": "stand-in", "date": "today"})
+    tool.retune(str(table), str(table), [(16, 4096, 4096)], 1e9, None, 132, time.time(), space="deep")
+    assert timed[0] == dispatch.deep_candidates(16, 4096, 4096)
+    after = json.loads(table.read_text())
+    assert after["provenance"]["retunes"][-1]["how"].endswith("beside dispatch.deep_candidates, replaced only at "
+                                                              "0.98× the entry's time or less")

@@ -122,6 +122,13 @@ SWAP_RINGS = ((64, 4), (64, 8), (128, 4))          # (BLOCK_K, STAGES): the ring
 # Triton 3.9.0 (triton/_utils.py, validate_block_shape), the accumulator's included.
 MORE_TILES = ((128, 64, 64, 8, 4), (64, 128, 64, 8, 4), (64, 64, 64, 8, 4), (128, 128, 64, 5, 8))
 MORE_SWAP_RINGS = ((64, 6), (128, 3))
+# Added on 2026-12-02, after cuBLAS's kernel names on the model shapes (tools/gpu/probe_decode.py, torch.profiler):
+# where M ≤ 128 it streams W through rings of 10 to 16 stages of BLOCK_K = 64 (nvjet_sm90_tst_64x16_64x16: a 64 × 16
+# tile, 16 stages, at 16 × 4096 × 4096), twice the deepest ring above. A small-M GEMM is a stream of W: the bytes in
+# flight per SM, not the tile, set its speed. The deepest rings that fit one SM's shared memory (_ring_fits
+# leaves out those that do not).
+DEEP_TILES = ((64, 64, 64, 12, 4),)
+DEEP_SWAP_RINGS = ((64, 12), (64, 16), (128, 6))
 # Stream-K (lesson 32's streamk_kernel, added after the second tuning run; timed in the third, on five shapes, where it
 # won none: see the table's provenance): the tiles whose
 # stream-K kernel fits one SM with no spills on sm_90 (lesson 32's check streamk_sm_90 compiles each). 128 × 256 with
@@ -171,13 +178,22 @@ def _key(cfg: dict) -> tuple:
     return tuple(cfg[k] for k in KEYS)
 
 
+def deep_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
+    """The deep rings added on 2026-12-02 (DEEP_TILES, DEEP_SWAP_RINGS), split as the rest of the space is: what
+    ``tune_linear.py --space deep`` times beside a shape's entry."""
+    tiles_ = DEEP_TILES if M > 16 else ()          # a 64-row tile of A for one to 16 rows is swap-AB's job
+    return [c for c in _space(M, N, K, sms, tiles_, (1, 2, 3, 4, 6, 8), DEEP_SWAP_RINGS)
+            if _ring_fits(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["STAGES"], c["BLOCK_M"] * c["BLOCK_N"] * 2)]
+
+
 def new_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
     """What the space gained after the first table: MORE_TILES, splits of 6 and 8 ways for every tile, the
-    rings of MORE_SWAP_RINGS, and stream-K (streamk_candidates); only the configurations the first space lacks."""
+    rings of MORE_SWAP_RINGS, stream-K (streamk_candidates) and the deep rings (deep_candidates); only the
+    configurations the first space lacks."""
     first = {_key(c) for c in first_candidates(M, N, K, sms)}
     found, seen = [], set()
     for c in (_space(M, N, K, sms, TILES + MORE_TILES, (1, 2, 3, 4, 6, 8), SWAP_RINGS + MORE_SWAP_RINGS)
-              + streamk_candidates(M, N, K, sms)):
+              + streamk_candidates(M, N, K, sms) + deep_candidates(M, N, K, sms)):
         if _key(c) not in first and _key(c) not in seen:
             seen.add(_key(c))
             found.append(c)

@@ -6,7 +6,8 @@ shapes, on the GPU, and write the dispatch table with its provenance.
     python tools/gpu/tune_linear.py OUT.json --merge results/tuning/nvidia-h200-linear.json \\
             --only 512x6144x4096,128x4096x4096 [--budget 140]
         a re-tune of the named shapes only: each shape's entry in the table is timed again beside the candidates the
-        space gained since the first table (dispatch.new_candidates, stream-K's among them), and the table, with those entries merged, is
+        space gained since the first table (dispatch.new_candidates, stream-K's among them; with --space deep, only
+        the deep rings of dispatch.deep_candidates), and the table, with those entries merged, is
         written to OUT (which may be the table itself). Shapes are taken in the order given; at --budget seconds the
         re-tune stops and says which shapes it left as they were.
 
@@ -32,7 +33,9 @@ from triton.testing import do_bench
 
 from gluon_course import load_solution
 from gluon_course.measure.gemm import MODEL_SHAPES, compare_gemm, tolerance
-from gluon_course.nvidia.dispatch import BASE, KEYS, SMS, candidates, new_candidates
+from gluon_course.nvidia.dispatch import BASE, KEYS, SMS, candidates, deep_candidates, new_candidates
+
+SPACES = {"new": new_candidates, "deep": deep_candidates}
 
 ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB", "STREAM_K")
 BETTER_BY = 0.98                 # a re-tune's new configuration must be this fraction of the entry's time or less
@@ -114,7 +117,7 @@ def full(out, lesson, sms, started):
     print(f"wrote {out}: {len(entries)} shapes in {time.time() - started:.0f} s (default SM count {SMS}, here {sms})")
 
 
-def retune(out, table_path, shapes, budget, lesson, sms, started):
+def retune(out, table_path, shapes, budget, lesson, sms, started, space="new"):
     table = json.load(open(table_path))
     by_shape = {(e["M"], e["N"], e["K"]): e for e in table["entries"] if e["b"] == "nk"}
     done, left, changed = [], [], []
@@ -126,7 +129,7 @@ def retune(out, table_path, shapes, budget, lesson, sms, started):
         if entry is None:
             raise SystemExit(f"{table_path} has no entry for {M}×{N}×{K}: run the full tuning first")
         old = {key: {**BASE, **entry["config"]}[key] for key in ROW_KEYS}      # an entry from before STREAM_K: 0
-        new = new_candidates(M, N, K, sms)
+        new = SPACES[space](M, N, K, sms)
         timed, lib = time_candidates(lesson, M, N, K, [{**entry["config"], **old}] + new)
         old_row, rows = timed[0], timed[1:]
         ok = [r for r in rows if "us" in r]
@@ -134,7 +137,8 @@ def retune(out, table_path, shapes, budget, lesson, sms, started):
         old_us = old_row.get("us")
         replace = best is not None and (old_us is None or best["us"] <= BETTER_BY * old_us)
         when = {"date": datetime.date.today().isoformat(), "commit": os.environ.get("GLUON_COURSE_COMMIT"),
-                "entry_us_now": old_us, "entry_config": old, "new_candidates": len(new), "f_linear_us": lib}
+                "entry_us_now": old_us, "entry_config": old, "new_candidates": len(new), "space": space,
+                "f_linear_us": lib}
         for r in rows:
             r["retune"] = when["date"]
         entry["candidates"] = entry.get("candidates", []) + rows
@@ -153,7 +157,7 @@ def retune(out, table_path, shapes, budget, lesson, sms, started):
               f"[{len(ok)} of {len(rows)} new ran]", flush=True)
     table["provenance"].setdefault("retunes", []).append({
         **provenance(started, sms), "how": HOW + "; the named shapes' entries timed again beside "
-        f"dispatch.new_candidates, replaced only at {BETTER_BY:.2f}× the entry's time or less",
+        f"dispatch.{SPACES[space].__name__}, replaced only at {BETTER_BY:.2f}× the entry's time or less",
         "shapes": done, "replaced": changed, "left_for_time": left})
     json.dump(table, open(out, "w"), indent=1)
     print(f"wrote {out}: {len(done)} shapes re-tuned ({len(changed)} changed), {len(left)} left for time, in "
@@ -166,6 +170,9 @@ def main(argv=None):
     p.add_argument("--merge", help="the table to re-tune (only with --only)")
     p.add_argument("--only", help="comma-separated model shapes MxNxK to re-tune")
     p.add_argument("--budget", type=float, default=1e9, help="seconds after which a re-tune takes no new shape")
+    p.add_argument("--space", choices=sorted(SPACES), default="new",
+                   help="what a re-tune times beside each entry: everything the space gained since the first table "
+                        "(new), or only the deep rings added on 2026-12-02 (deep)")
     args = p.parse_args(argv)
     if bool(args.merge) != bool(args.only):
         raise SystemExit("--merge and --only go together: the table to re-tune and the shapes to re-tune in it")
@@ -174,7 +181,7 @@ def main(argv=None):
     lesson = load_solution("32")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if shapes:
-        retune(args.out, args.merge, shapes, args.budget, lesson, sms, started)
+        retune(args.out, args.merge, shapes, args.budget, lesson, sms, started, args.space)
     else:
         full(args.out, lesson, sms, started)
 
