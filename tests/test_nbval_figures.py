@@ -101,3 +101,26 @@ def test_a_flipped_verdict_fails_nbval(replays):
     passed, said = replays["flipped"]
     assert not passed, "nbval passed although a figure's verdict changed from ✓ in range to ✗ below"
     assert "✗_below" in said or "✗ below" in said, said[-3000:]
+
+
+def _sanitized(text: str) -> str:
+    """``text`` after tests/nbval_sanitize.cfg's substitutions, in the file's order (as nbval applies them)."""
+    import configparser
+
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(repo_root() / "tests" / "nbval_sanitize.cfg", encoding="utf-8")
+    for section in cfg.sections():
+        text = re.sub(cfg[section]["regex"], cfg[section]["replace"].replace("\\1", r"\1"), text)
+    return text
+
+
+def test_measured_outcomes_are_masked_and_verdicts_are_not():
+    # Two live runs of lesson 32 named different decode shapes as the lowest (1 and 16 rows of 4096 × 4096 stream
+    # the same W): the same words after sanitizing; a changed verdict still differs.
+    run1 = ("decode (M ≤ 16), lowest share of roofline lowest 56% of the copy's 4.24 TB/s (16x4096x4096: 14.2 µs; "
+            "F.linear 56%) = 0.56 of the copy's bandwidth (lowest); expected 0.40–1.10 ✓ in range")
+    run2 = run1.replace("56% of", "58% of").replace("16x4096x4096: 14.2", "1x4096x4096: 13.7")
+    assert _sanitized(run1) == _sanitized(run2)
+    assert _sanitized(run1) != _sanitized(run1.replace("✓ in range", "✗ below range"))
+    worst1 = "geomean 0.98× F.linear over 31 shapes, worst 0.85× (512x6144x4096)"
+    assert _sanitized(worst1) == _sanitized(worst1.replace("0.85× (512x6144x4096)", "0.86× (128x4096x4096)"))
