@@ -3,8 +3,9 @@
 #
 #   export PYTHONPATH=$PWD:$PYTHONPATH GLUON_COURSE_COMMIT=<sha> && OUT=$OUT RECORD_LIMIT=340 bash tools/gpu/record_nbval.sh 32
 #
-# Recording times seen on the H200 (2026-12-02): lesson 32 193 s; lesson 33 288 s on a warm machine and more than
-# 340 s on a cold one (give it RECORD_LIMIT=560 and no nbval in the same call).
+# Recording times seen on the H200 (2026-12-02): lesson 32 193 s warm, 228 s cold; lesson 33 288 s on a warm machine
+# and more than 340 s on a cold one (give it RECORD_LIMIT=560 and no nbval in the same call). Lesson 32's nbval takes
+# 110–120 s after a recording or on a warm machine, and more than 200 s on a cold one (NBVAL_LIMIT=300 there).
 set -u
 N=$1
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
