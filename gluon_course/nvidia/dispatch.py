@@ -123,10 +123,11 @@ SWAP_RINGS = ((64, 4), (64, 8), (128, 4))          # (BLOCK_K, STAGES): the ring
 MORE_TILES = ((128, 64, 64, 8, 4), (64, 128, 64, 8, 4), (64, 64, 64, 8, 4), (128, 128, 64, 5, 8))
 MORE_SWAP_RINGS = ((64, 6), (128, 3))
 # Added on 2026-12-02, after cuBLAS's kernel names on the model shapes (tools/gpu/probe_decode.py, torch.profiler):
-# where M ≤ 128 it streams W through rings of 10 to 16 stages of BLOCK_K = 64 (nvjet_sm90_tst_64x16_64x16: a 64 × 16
-# tile, 16 stages, at 16 × 4096 × 4096), twice the deepest ring above. A small-M GEMM is a stream of W: the bytes in
-# flight per SM, not the tile, set its speed. The deepest rings that fit one SM's shared memory (_ring_fits
-# leaves out those that do not).
+# read as nvjet's names are commonly read (tile, then K step × stages, then cluster), where M ≤ 128 it streams W
+# through rings of 7 to 16 stages of BLOCK_K = 64 (nvjet_sm90_tst_64x16_64x16_2x1: a 64 × 16 tile, 16 stages, at
+# 16 × 4096 × 4096), up to twice the deepest ring above. A small-M GEMM is a stream of W: the bytes in flight per SM,
+# not the tile, set its speed. The deepest rings that fit one SM's shared memory (_ring_fits leaves out those that
+# do not); the re-tune of 2026-12-02 replaced 6 entries with them, none with 16 stages.
 DEEP_TILES = ((64, 64, 64, 12, 4),)
 DEEP_SWAP_RINGS = ((64, 12), (64, 16), (128, 6))
 # Stream-K (lesson 32's streamk_kernel, added after the second tuning run; timed in the third, on five shapes, where it
