@@ -4,7 +4,8 @@
 #   correct  ≤  90 s  steps 1 and 2 with both layouts of B, step 2 on 3 clusters, step 3 grouped and snake: each
 #                     case in its own try, correct.json rewritten after each
 #   timing   ≤ 180 s  the sweep, v9 / v10.1 / v10.2 / v10.3 grouped / v10.3 snake / cuBLAS, clock and power sampled
-#   ncu      ≤ 2 × 180 s, with NCU=1 (or STEPS=ncu): L2 read sectors of one launch each of v9 and step 2 at 8192³
+#   ncu      ≤ 3 × 180 s, with NCU=1 (or STEPS=ncu): L2 read sectors of one launch each of v9, step 1 (ping-pong,
+#            step 2's tiles without the cluster) and step 2 at 8192³ (NCU_VERSIONS="v9 pingpong cluster" by default)
 #   record   with RECORD=1, only if correct passed: `record 33` (several minutes more)
 # Run from a clean tree: OUT=... bash tools/gpu/session-v10.sh     then   OUT=... STEPS=ncu bash tools/gpu/session-v10.sh
 set -u
@@ -30,9 +31,9 @@ if has ncu; then
             grep -q "^$m " "$OUT/ncu-metrics.txt" && metrics="$metrics${metrics:+,}$m.sum"
         done
         echo "ncu metrics: ${metrics:-none found}"
-        for v in v9 cluster; do
+        for v in ${NCU_VERSIONS:-v9 pingpong cluster}; do
             step "ncu-$v" 180 ncu --metrics "${metrics:-lts__t_sectors_srcunit_tex_op_read.sum}" --csv --page raw \
-                --kernel-name "regex:^(matmul_kernel|cluster_kernel)$" --launch-skip 1 --launch-count 1 \
+                --kernel-name "regex:^(matmul_kernel|pingpong_kernel|cluster_kernel)$" --launch-skip 1 --launch-count 1 \
                 python tools/gpu/v10_timing.py once "$v"
             grep -E "lts__|dram__" "$OUT/ncu-$v.log" | cut -c1-300
         done

@@ -5,7 +5,7 @@ power sampled during every timing; (c) one launch each of v9 and step 2 at 8192�
     python tools/gpu/v10_timing.py warmup OUT.json     compile every (kernel, B layout, specialization) the checks use
     python tools/gpu/v10_timing.py correct OUT.json    every case in its own try; OUT.json rewritten after each
     python tools/gpu/v10_timing.py time OUT.json [--sweep]
-    python tools/gpu/v10_timing.py once v9|cluster     two launches at 8192³ (ncu skips the first)
+    python tools/gpu/v10_timing.py once v9|pingpong|cluster     two launches at 8192³ (ncu skips the first)
 
 Correctness here is bf16 only (the session's minute); `python -m gluon_course check 33` adds fp16 and the sanitizers."""
 import json
@@ -85,7 +85,7 @@ def correct(out):
 def once(which):
     """Two launches at 8192³ bf16 (the first may compile; Nsight Compute is told to skip it)."""
     v9, v10 = load_solution("19"), load_solution("33")
-    fn = {"v9": v9.matmul, "cluster": v10.matmul}[which]
+    fn = {"v9": v9.matmul, "pingpong": v10.pingpong_matmul, "cluster": v10.matmul}[which]
     a, b = gemm_inputs(8192, 8192, 8192, torch.bfloat16)
     c = torch.empty(8192, 8192, dtype=torch.bfloat16, device="cuda")
     for _ in range(2):
