@@ -110,7 +110,7 @@ def _sanitized(text: str) -> str:
     cfg = configparser.ConfigParser(interpolation=None)
     cfg.read(repo_root() / "tests" / "nbval_sanitize.cfg", encoding="utf-8")
     for section in cfg.sections():
-        text = re.sub(cfg[section]["regex"], cfg[section]["replace"].replace("\\1", r"\1"), text)
+        text = re.sub(cfg[section]["regex"], cfg[section]["replace"], text)
     return text
 
 

@@ -1,6 +1,6 @@
 """Lesson 33's GPU session: (a) correctness of each v10 step on odd shapes against an fp32 reference, its compiles
 done first and timed apart; (b) one table of interleaved timings (v9, v10 steps 1 to 3, cuBLAS) with the SM clock and
-power sampled during every timing; (c) one launch each of v9 and step 2 at 8192³ for Nsight Compute.
+power sampled during every timing; (c) one launch each of v9, step 1 and step 2 at 8192³ for Nsight Compute.
 
     python tools/gpu/v10_timing.py warmup OUT.json     compile every (kernel, B layout, specialization) the checks use
     python tools/gpu/v10_timing.py correct OUT.json    every case in its own try; OUT.json rewritten after each
