@@ -159,24 +159,29 @@ def pointer_launch(kernel, tile: dict, grid, constexprs: dict, num_warps: int = 
 
 def linear_launch(kernel, constexprs: dict, split_k: int, swap_ab: bool, programs: int, dtype: str = "bf16",
                   num_warps: int = 4):
-    """The launch of lesson 32's ``kernel(a_desc, b_desc, c_desc, partial_ptr, arrivals_ptr, M, N, K, SPLIT_K,
-    **constexprs)``: the kernel's A and B are the activations and B, or (``swap_ab``) B read as Wᵀ's transpose and
-    the activations, with descriptors in the orientation ``constexprs`` says (A_KM, B_KN); split-K's fp32 slices and
-    per-tile counters are model buffers, and the counters must be back at 0 when the launch ends. ``programs``: the
-    persistent grid (at most one per work unit)."""
+    """The launch of lesson 32's ``kernel(a_desc, b_desc, c_desc, b2_desc, c2_desc, partial_ptr, arrivals_ptr, M, N,
+    K, SPLIT_K, **constexprs)``: the kernel's A and B are the activations and B, or (``swap_ab``) B read as Wᵀ's
+    transpose and the activations, with descriptors in the orientation ``constexprs`` says (A_KM, B_KN), and a wide
+    tile's second strips of B and C (``BLOCK_N2`` columns; B's and C's own boxes without one); split-K's fp32
+    slices and per-tile counters are model buffers, and the counters must be back at 0 when the launch ends.
+    ``programs``: the persistent grid (at most one per work unit)."""
     from triton.experimental.gluon import language as gl
 
     gl_dtype = _gl_dtype(dtype)
     BM, BN, BK = constexprs["BLOCK_M"], constexprs["BLOCK_N"], constexprs["BLOCK_K"]
+    BN2 = constexprs.get("BLOCK_N2", 0)
+    strip = BN2 or BN
 
     def launch(a_buf, b_buf, c_buf, M, N, K):
         ka, kb, kM, kN = (b_buf, a_buf, N, M) if swap_ab else (a_buf, b_buf, M, N)
         blocks = ([BM, BK] if constexprs["A_KM"] else [BK, BM], [BK, BN] if constexprs["B_KN"] else [BN, BK],
-                  [BN, BM] if swap_ab else [BM, BN])
+                  [BN, BM] if swap_ab else [BM, BN], [BK, strip] if constexprs["B_KN"] else [strip, BK],
+                  [strip, BM] if swap_ab else [BM, strip])
         descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, gl_dtype))
-                 for buf, block in zip((ka, kb, c_buf), blocks)]
-        tiles = -(-kM // BM) * -(-kN // BN)
-        partial = Buffer("split-K slices", np.zeros(max(1, tiles * split_k * BM * BN), np.float32), gl.float32)
+                 for buf, block in zip((ka, kb, c_buf, kb, c_buf), blocks)]
+        tiles = -(-kM // BM) * -(-kN // (BN + BN2))
+        partial = Buffer("split-K slices", np.zeros(max(1, tiles * split_k * BM * (BN + BN2)), np.float32),
+                         gl.float32)
         arrivals = Buffer("split-K counters", np.zeros(tiles, np.float32), gl.int32)
         run_kernel(kernel, min(tiles * split_k, programs), *descs, Pointer(partial), Pointer(arrivals), kM, kN, K,
                    split_k, num_warps=num_warps, **constexprs)

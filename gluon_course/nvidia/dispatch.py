@@ -25,7 +25,7 @@ from pathlib import Path
 # The SM count the rule plans for when it is not told (an H100 SXM or H200 has 132).
 SMS = 132
 BASE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8, "LOAD_REGS": 40,
-        "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0}
+        "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0, "BLOCK_N2": 0}
 KEYS = tuple(BASE)
 
 
@@ -137,6 +137,15 @@ DEEP_SWAP_RINGS = ((64, 12), (64, 16), (128, 6))
 STREAMK_TILES = ((128, 128, 64, 4, 4), (128, 128, 64, 6, 4), (128, 128, 64, 4, 8), (64, 256, 64, 4, 4),
                  (64, 128, 64, 6, 4), (128, 64, 64, 8, 4))
 STREAMK_SWAP_RINGS = ((64, 4), (128, 4))
+# Added on 2026-12-03, for the shapes the re-tunes left below F.linear. Wide tiles (BLOCK_M, BLOCK_N, BLOCK_N2,
+# BLOCK_K, STAGES, num_warps): BLOCK_N + BLOCK_N2 columns in two strips, each a power of two as every Gluon tensor's
+# side is in Triton 3.9.0 (triton/_utils.py, validate_block_shape). 128 × 192 is the tile cuBLAS's kernel name gives
+# at 512 × 6144 × 4096 (nvjet_sm90_tst_192x128_64x5: 192 of W's rows by 128 of A's, as cuBLAS sees Cᵀ), 4 × 32 =
+# 128 tiles, one wave of 132 SMs where 128 × 128 makes 1.45 and 128 × 256 leaves 36 SMs idle.
+WIDE_TILES = ((128, 128, 64, 64, 4, 8), (64, 128, 64, 64, 6, 4))
+# Swap-AB with the activations' rows cut in two or four (BLOCK_N below M's power of two): more tiles without
+# split-K's reduction (cuBLAS's name at 64 × 4096 × 4096, nvjet_sm90_tst_64x32: 64 of W's rows by 32 of A's, 128 tiles).
+NARROW_SWAP_RINGS = ((64, 8), (64, 12), (128, 4))
 SHARED_BYTES = 227 * 1024          # what one program may use on Hopper (232448 bytes)
 
 
@@ -187,6 +196,33 @@ def deep_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
             if _ring_fits(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["STAGES"], c["BLOCK_M"] * c["BLOCK_N"] * 2)]
 
 
+def wide_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
+    """The wide tiles of WIDE_TILES (split as the rest of the space is) and, for 32 < M ≤ 128, swap-AB with the
+    activations' rows in two or four tiles (NARROW_SWAP_RINGS, unsplit or split 2 ways): what ``tune_linear.py
+    --space wide`` times beside a shape's entry."""
+    found = []
+    for bm, bn, bn2, bk, stages, warps in WIDE_TILES:
+        if not _ring_fits(bm, bn + bn2, bk, stages, bm * (bn + bn2) * 2):
+            continue
+        tiles = _cdiv(M, bm) * _cdiv(N, bn + bn2)
+        for split in (1, 2, 3, 4):
+            if split > 1 and (tiles >= 2 * sms or tiles * split > 3 * sms or split > _cdiv(K, bk)):
+                continue
+            found.append({**BASE, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_N2": bn2, "BLOCK_K": bk, "STAGES": stages,
+                          "num_warps": warps, "SPLIT_K": split})
+    if 32 < M <= 128:
+        width = max(16, 1 << max(0, (M - 1).bit_length()))
+        for narrow in (width // 2, width // 4):
+            for rows in SWAP_ROWS:
+                for block_k, stages in NARROW_SWAP_RINGS:
+                    if not _ring_fits(rows, narrow, block_k, stages, rows * narrow * 2):
+                        continue
+                    for split in (1, 2):
+                        found.append({**BASE, "BLOCK_M": rows, "BLOCK_N": narrow, "BLOCK_K": block_k,
+                                      "STAGES": stages, "num_warps": 4, "SPLIT_K": split, "SWAP_AB": True})
+    return found
+
+
 def new_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
     """What the space gained after the first table: MORE_TILES, splits of 6 and 8 ways for every tile, the
     rings of MORE_SWAP_RINGS, stream-K (streamk_candidates) and the deep rings (deep_candidates); only the
@@ -194,7 +230,7 @@ def new_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
     first = {_key(c) for c in first_candidates(M, N, K, sms)}
     found, seen = [], set()
     for c in (_space(M, N, K, sms, TILES + MORE_TILES, (1, 2, 3, 4, 6, 8), SWAP_RINGS + MORE_SWAP_RINGS)
-              + streamk_candidates(M, N, K, sms) + deep_candidates(M, N, K, sms)):
+              + streamk_candidates(M, N, K, sms) + deep_candidates(M, N, K, sms) + wide_candidates(M, N, K, sms)):
         if _key(c) not in first and _key(c) not in seen:
             seen.add(_key(c))
             found.append(c)

@@ -1,6 +1,6 @@
 """Lesson 32's checks: the host model running linear_kernel on each path (a tile, a tile with K split, swap-AB,
-swap-AB with K split; B either way), the split-K protocol and swap-AB's epilogue in the sm_90 machine code, the
-dispatch table and its rule; on a GPU, every path correct on odd shapes, split-K deterministic, the refusals, the
+swap-AB with K split, a wide tile unsplit and split; B either way), the split-K protocol and swap-AB's epilogue in
+the sm_90 machine code, the dispatch table and its rule; on a GPU, every path correct on odd shapes, split-K deterministic, the refusals, the
 sanitizer; and the figures: the 31 model shapes against F.linear and plain Triton, the decode shapes against the
 memory roofline, and a transformer block with its linear layers swapped."""
 import functools
@@ -17,7 +17,11 @@ PATHS = {"a tile": {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3},
          "a tile, K split 3 ways": {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3, "SPLIT_K": 3},
          "swap-AB": {"BLOCK_M": 64, "BLOCK_N": 16, "num_warps": 4, "STAGES": 3, "SWAP_AB": True},
          "swap-AB, K split 2 ways": {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3, "SPLIT_K": 2,
-                                     "SWAP_AB": True}}
+                                     "SWAP_AB": True},
+         "a wide tile (64 + 32 columns)": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_N2": 32, "num_warps": 4,
+                                           "STAGES": 3},
+         "a wide tile, K split 3 ways": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_N2": 32, "num_warps": 4, "STAGES": 3,
+                                         "SPLIT_K": 3}}
 MODEL_PROBLEMS = ((300, 264, 520), (129, 136, 200), (17, 40, 392))
 # What the split path's epilogue must hold in the sm_90 listing (the swap-AB split configuration of the decode
 # shapes, 128 × 16, 4 ways): the slice stored by the threads, the consumers' barrier, the release fence and the
@@ -70,9 +74,12 @@ def _compiled(mod, overrides, b_kn=False, dtype="bf16"):
     def desc(block):
         return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(block, gdt))
 
+    strip = ce["BLOCK_N2"] or BN
     blocks = ([BM, BK] if ce["A_KM"] else [BK, BM], [BK, BN] if ce["B_KN"] else [BN, BK],
-              [BN, BM] if cfg["SWAP_AB"] else [BM, BN])
+              [BN, BM] if cfg["SWAP_AB"] else [BM, BN], [BK, strip] if ce["B_KN"] else [strip, BK],
+              [strip, BM] if cfg["SWAP_AB"] else [BM, strip])
     signature = {"a_desc": desc(blocks[0]), "b_desc": desc(blocks[1]), "c_desc": desc(blocks[2]),
+                 "b2_desc": desc(blocks[3]), "c2_desc": desc(blocks[4]),
                  "partial_ptr": "*fp32", "arrivals_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32",
                  "SPLIT_K": "i32"}
     return compile_cached(mod.linear_kernel, "sm_90", signature=signature, constexprs=ce,
@@ -172,7 +179,8 @@ def _streamk_launch(mod, cfg, b_layout, programs, order=None, c_dtype=None):
     from gluon_course.model import gemm as model_gemm
     from gluon_course.nvidia.dispatch import streamk_grid
 
-    ce = {k: v for k, v in mod.kernel_args(cfg, cfg["SWAP_AB"], b_layout == "row").items() if k != "SPLIT"}
+    ce = {k: v for k, v in mod.kernel_args(cfg, cfg["SWAP_AB"], b_layout == "row").items()
+          if k in mod.STREAMK_ORDER}
     k_steps = lambda K: -(-K // cfg["BLOCK_K"])                                          # noqa: E731
     launch = {}
 
@@ -221,7 +229,7 @@ def _streamk_compiled(mod, overrides, b_kn=False):
     from triton.experimental.gluon import language as gl
 
     cfg = {**mod.CONFIG, **overrides}
-    ce = {k: v for k, v in mod.kernel_args(cfg, cfg["SWAP_AB"], b_kn).items() if k != "SPLIT"}
+    ce = {k: v for k, v in mod.kernel_args(cfg, cfg["SWAP_AB"], b_kn).items() if k in mod.STREAMK_ORDER}
     BM, BN, BK = ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"]
 
     def desc(block):
@@ -286,7 +294,10 @@ GPU_PATHS = {"a tile": {"BLOCK_N": 128, "num_warps": 4, "STAGES": 4},
              "swap-AB": {"BLOCK_N": 16, "num_warps": 4, "STAGES": 6, "SWAP_AB": True},
              "swap-AB, K split 4 ways": {"BLOCK_N": 32, "num_warps": 4, "STAGES": 6, "SPLIT_K": 4, "SWAP_AB": True},
              "swap-AB, 64 rows, K split 8 ways": {"BLOCK_M": 64, "BLOCK_N": 16, "num_warps": 4, "STAGES": 8,
-                                                  "SPLIT_K": 8, "SWAP_AB": True}}
+                                                  "SPLIT_K": 8, "SWAP_AB": True},
+             "a wide tile (128 + 64 columns)": {"BLOCK_N": 128, "BLOCK_N2": 64, "num_warps": 8, "STAGES": 4},
+             "a wide tile, K split 3 ways": {"BLOCK_N": 128, "BLOCK_N2": 64, "num_warps": 8, "STAGES": 4,
+                                             "SPLIT_K": 3}}
 
 
 def correct_here(module_file: str) -> str | None:
@@ -457,7 +468,8 @@ CHECKS = LessonChecks(
             "the GPU, with a rule for the shapes it lacks",
     machine_code=[
         Check("host_model", "the host model runs linear_kernel's own code on each path (a tile, K split, swap-AB, "
-              "both; B either way): C exact, each element written once, every split-K counter back at 0",
+              "both, a wide tile unsplit and split; B either way): C exact, each element written once, every "
+              "split-K counter back at 0",
               host_model),
         Check("split_protocol_sm_90", "sm_90, split-K: the slice stored, a barrier among the consumers, the release "
               "fence and the atomic add, the slices read from L2 (.cg), the counter reset, C by one TMA store",
@@ -475,8 +487,8 @@ CHECKS = LessonChecks(
               streamk_configs, target="sm_90"),
     ],
     correctness=[
-        Check("correct_paths", "every path (a tile; K split; swap-AB; swap-AB with K split 4 and 8 ways) and the "
-              "dispatch table correct on odd M from 1 to 8193, B K × N and as w.t() (bf16 and fp16; poisoned, "
+        Check("correct_paths", "every path (a tile; K split; swap-AB; swap-AB with K split 4 and 8 ways; a wide "
+              "tile, unsplit and split 3 ways) and the dispatch table correct on odd M from 1 to 8193, B K × N and as w.t() (bf16 and fp16; poisoned, "
               "guarded C), in a child process", correct, gpu=True),
         Check("deterministic", "split-K gives the same bits on five runs of the same inputs (decode and 512 rows)",
               deterministic, gpu=True),

@@ -5,8 +5,8 @@ from gluon_course.grading import Plant
 PLANTS = [
     # ---- caught without a GPU ----
     Plant("swap-AB's tile of Cᵀ is stored at the kernel's own coordinates, not C's: rows and columns exchanged",
-          "tma.async_store(c_desc, [pid_n * BLOCK_N, pid_m * BLOCK_M], c_smem)",
-          "tma.async_store(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)",
+          "tma.async_store(c_desc, [off_n, off_m], c_smem)",
+          "tma.async_store(c_desc, [off_m, off_n], c_smem)",
           rejected_by="host_model"),
     Plant("each slice of K is k_tiles // SPLIT_K steps long: when SPLIT_K does not divide the steps, the last ones "
           "are never summed",
@@ -22,8 +22,8 @@ PLANTS = [
     Plant("no barrier before the atomic: one thread may announce the slice before the others have stored theirs",
           "            gl.barrier()\n", "", rejected_by="host_model"),
     Plant("the last unit reads the slices through L1 (no cache_modifier): a stale line may stand for another SM's slice",
-          'total += gl.load(slices + s * (BLOCK_M * BLOCK_N) + in_tile, cache_modifier=".cg")',
-          "total += gl.load(slices + s * (BLOCK_M * BLOCK_N) + in_tile)",
+          'total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")',
+          "total += gl.load(slices + s * TILE + in_tile)",
           rejected_by="split_protocol_sm_90"),
     Plant("a unit's first K step releases a ring slot when K's slice does not start at 0: the producer refills a slot "
           "the consumers are still reading",
@@ -55,6 +55,22 @@ PLANTS = [
           "return 2 * q + min(tile - (q * sk_steps // programs) // k_tiles, 1)",
           "return 2 * q + (tile - (q * sk_steps // programs) // k_tiles) % 2",
           rejected_by="streamk_host_model"),
+    Plant("a wide tile's second strip is stored over its first: its columns start at the tile's, not BLOCK_N to "
+          "their right",
+          "store_tile(c2_desc, c2_smem, acc2, pid_m * BLOCK_M, pid_n * (BLOCK_N + BLOCK_N2) + BLOCK_N, SWAP_AB)",
+          "store_tile(c2_desc, c2_smem, acc2, pid_m * BLOCK_M, pid_n * (BLOCK_N + BLOCK_N2), SWAP_AB)",
+          rejected_by="host_model"),
+    Plant("a wide tile's tiles are counted BLOCK_N columns wide: the grid walks past the tiles that exist and some "
+          "programs wait for K steps the producer never loads",
+          "    num_pid_n = gl.cdiv(N, BLOCK_N + BLOCK_N2)\n    k_tiles = gl.cdiv(K, BLOCK_K)\n    step = 0\n"
+          "    for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):\n"
+          "        tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, "
+          "GROUP_M)\n        acc, acc2",
+          "    num_pid_n = gl.cdiv(N, BLOCK_N)\n    k_tiles = gl.cdiv(K, BLOCK_K)\n    step = 0\n"
+          "    for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):\n"
+          "        tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, "
+          "GROUP_M)\n        acc, acc2",
+          rejected_by="host_model"),
     # ---- caught on a GPU ----
     Plant("use_acc=False: every K step's products overwrite acc instead of adding to it",
           "acc = warpgroup_mma(a, b, acc, is_async=True)", "acc = warpgroup_mma(a, b, acc, is_async=True, use_acc=False)",

@@ -29,7 +29,7 @@ from gluon_course.validate import require_matmul_args
 GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 # Lesson 19's configuration: what a shape gets when neither the table nor the rule says otherwise.
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8,
-          "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0}
+          "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0, "BLOCK_N2": 0}
 
 
 def wgmma_layout(num_warps: int, BLOCK_N: int):
@@ -51,149 +51,215 @@ def work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M: gl.constexp
 
 
 @gluon.jit
-def load_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT_K, STAGES: gl.constexpr,
-                   GROUP_M: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr):
+def load_partition(a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, M, N, K, SPLIT_K,
+                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr,
+                   BLOCK_N2: gl.constexpr):
     """The producer (one warp): lesson 19's, walking work units instead of tiles. A's tile is [BLOCK_M, BLOCK_K]
     of an M × K matrix (``A_KM``) or [BLOCK_K, BLOCK_M] of a K × M one; B's [BLOCK_K, BLOCK_N] of a K × N matrix
-    (``B_KN``) or [BLOCK_N, BLOCK_K] of an N × K one."""
+    (``B_KN``) or [BLOCK_N, BLOCK_K] of an N × K one; a wide tile (``BLOCK_N2`` > 0) adds B's next BLOCK_N2
+    columns through ``b2_desc``."""
     BLOCK_M: gl.constexpr = a_desc.block_shape[0] if A_KM else a_desc.block_shape[1]
     BLOCK_K: gl.constexpr = a_desc.block_shape[1] if A_KM else a_desc.block_shape[0]
     BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
     num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
+    num_pid_n = gl.cdiv(N, BLOCK_N + BLOCK_N2)
     k_tiles = gl.cdiv(K, BLOCK_K)
     step = 0
     for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
         tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
         for k in range(k_first, k_last):
-            load_step(a_desc, b_desc, a_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES, A_KM, B_KN)
+            load_step(a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, step, pid_m, pid_n, k, STAGES,
+                      A_KM, B_KN, BLOCK_N2)
             step += 1
 
 
 @gluon.jit
-def load_step(a_desc, b_desc, a_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES: gl.constexpr,
-              A_KM: gl.constexpr, B_KN: gl.constexpr):
-    """One K step of the producer: wait for the ring's slot to be free, announce its bytes, load A's and B's tiles."""
+def load_step(a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, step, pid_m, pid_n, k,
+              STAGES: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr, BLOCK_N2: gl.constexpr):
+    """One K step of the producer: wait for the ring's slot to be free, announce its bytes, load A's and B's tiles
+    (B's two strips for a wide tile: columns [n, n + BLOCK_N) and [n + BLOCK_N, n + BLOCK_N + BLOCK_N2))."""
     BLOCK_M: gl.constexpr = a_desc.block_shape[0] if A_KM else a_desc.block_shape[1]
     BLOCK_K: gl.constexpr = a_desc.block_shape[1] if A_KM else a_desc.block_shape[0]
     BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
+    n = pid_n * (BLOCK_N + BLOCK_N2)
     slot = step % STAGES
     mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
-    mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+    if BLOCK_N2 > 0:
+        mbarrier.expect(ready.index(slot),
+                        a_desc.block_type.nbytes + b_desc.block_type.nbytes + b2_desc.block_type.nbytes)
+    else:
+        mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
     if A_KM:
         tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
     else:
         tma.async_load(a_desc, [k * BLOCK_K, pid_m * BLOCK_M], ready.index(slot), a_ring.index(slot))
     if B_KN:
-        tma.async_load(b_desc, [k * BLOCK_K, pid_n * BLOCK_N], ready.index(slot), b_ring.index(slot))
+        tma.async_load(b_desc, [k * BLOCK_K, n], ready.index(slot), b_ring.index(slot))
+        if BLOCK_N2 > 0:
+            tma.async_load(b2_desc, [k * BLOCK_K, n + BLOCK_N], ready.index(slot), b2_ring.index(slot))
     else:
-        tma.async_load(b_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), b_ring.index(slot))
+        tma.async_load(b_desc, [n, k * BLOCK_K], ready.index(slot), b_ring.index(slot))
+        if BLOCK_N2 > 0:
+            tma.async_load(b2_desc, [n + BLOCK_N, k * BLOCK_K], ready.index(slot), b2_ring.index(slot))
 
 
 @gluon.jit
-def store_tile(c_desc, c_smem, values, pid_m, pid_n, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-               SWAP_AB: gl.constexpr):
-    """Lesson 19's epilogue: C's tile through shared memory and a TMA store, waited for one tile later. With
-    ``SWAP_AB`` the kernel has computed a tile of Cᵀ (rows along C's N, columns along C's M): it is written
-    transposed, at C's coordinates."""
-    tma.store_wait(0)
+def store_tile(c_desc, c_smem, values, off_m, off_n, SWAP_AB: gl.constexpr):
+    """Lesson 19's epilogue: C's tile through shared memory and a TMA store (the caller has waited for the previous
+    tile's stores), at the kernel's offsets (off_m, off_n). With ``SWAP_AB`` the kernel has computed a tile of Cᵀ
+    (rows along C's N, columns along C's M): it is written transposed, at C's coordinates."""
     ### BEGIN SOLUTION: write the tile (transposed for swap-AB), fence, and store it at C's coordinates
     if SWAP_AB:
         c_smem.store(gl.permute(values, (1, 0)).to(c_desc.dtype))
         fence_async_shared()
-        tma.async_store(c_desc, [pid_n * BLOCK_N, pid_m * BLOCK_M], c_smem)
+        tma.async_store(c_desc, [off_n, off_m], c_smem)
     else:
         c_smem.store(values.to(c_desc.dtype))
         fence_async_shared()
-        tma.async_store(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)
+        tma.async_store(c_desc, [off_m, off_n], c_smem)
     ### END SOLUTION
 
 
 @gluon.jit
-def unit_products(a_ring, b_ring, ready, empty, step, k_first, k_last, STAGES: gl.constexpr,
-                  acc_layout: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr):
+def store_strips(c_desc, c_smem, c2_desc, c2_smem, acc, acc2, pid_m, pid_n, BLOCK_M: gl.constexpr,
+                 BLOCK_N: gl.constexpr, BLOCK_N2: gl.constexpr, SWAP_AB: gl.constexpr):
+    """A whole tile to C: the previous tile's stores waited for (its buffers are about to be rewritten), then the
+    first strip, and a wide tile's second strip BLOCK_N columns to its right."""
+    tma.store_wait(0)
+    store_tile(c_desc, c_smem, acc, pid_m * BLOCK_M, pid_n * (BLOCK_N + BLOCK_N2), SWAP_AB)
+    if BLOCK_N2 > 0:
+        store_tile(c2_desc, c2_smem, acc2, pid_m * BLOCK_M, pid_n * (BLOCK_N + BLOCK_N2) + BLOCK_N, SWAP_AB)
+
+
+@gluon.jit
+def unit_products(a_ring, b_ring, b2_ring, ready, empty, step, k_first, k_last, STAGES: gl.constexpr,
+                  acc_layout: gl.constexpr, acc2_layout: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr,
+                  BLOCK_N2: gl.constexpr):
     """One work unit's products, lesson 19's K loop over steps [k_first, k_last): each slot waited for, multiplied
-    with one wgmma in flight, and released once the next product has started (the last after the final wait).
-    Returns the fp32 sum and the ring's step count after the unit."""
+    with one step's wgmmas in flight, and released once the next step's have started (the last after the final
+    wait). A wide tile multiplies A's tile by both of B's strips, one wgmma each (two per step in flight). Returns
+    the fp32 sums (the second strip's is the first's when there is none) and the ring's step count after the unit."""
     BLOCK_M: gl.constexpr = a_ring.shape[1] if A_KM else a_ring.shape[2]
     BLOCK_N: gl.constexpr = b_ring.shape[2] if B_KN else b_ring.shape[1]
     acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+    acc2 = acc
+    if BLOCK_N2 > 0:
+        acc2 = gl.zeros([BLOCK_M, BLOCK_N2], gl.float32, layout=acc2_layout)
     for k in range(k_first, k_last):
         slot = step % STAGES
         mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
         a = a_ring.index(slot) if A_KM else a_ring.index(slot).permute((1, 0))
         b = b_ring.index(slot) if B_KN else b_ring.index(slot).permute((1, 0))
         acc = warpgroup_mma(a, b, acc, is_async=True)
-        acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a, b))
+        if BLOCK_N2 > 0:
+            b2 = b2_ring.index(slot) if B_KN else b2_ring.index(slot).permute((1, 0))
+            acc2 = warpgroup_mma(a, b2, acc2, is_async=True)
+            acc, acc2, _, _, _ = warpgroup_mma_wait(2, deps=(acc, acc2, a, b, b2))
+        else:
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a, b))
         mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > k_first)
         step += 1
-    acc = warpgroup_mma_wait(0, deps=(acc,))
+    if BLOCK_N2 > 0:
+        acc, acc2 = warpgroup_mma_wait(0, deps=(acc, acc2))
+    else:
+        acc = warpgroup_mma_wait(0, deps=(acc,))
     mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
-    return acc, step
+    return acc, acc2, step
 
 
 @gluon.jit
-def mma_partition(c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, arrivals_ptr, M, N, K, SPLIT_K,
-                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr, A_KM: gl.constexpr,
-                  B_KN: gl.constexpr, SPLIT: gl.constexpr, SWAP_AB: gl.constexpr):
+def tile_offsets(BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr):
+    """Where each element of a BLOCK_M × BLOCK_N accumulator lies in a row-major fp32 tile of the scratch."""
+    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+    return rows[:, None] * BLOCK_N + cols[None, :]
+
+
+@gluon.jit
+def mma_partition(c_desc, c2_desc, a_ring, b_ring, b2_ring, c_smem, c2_smem, ready, empty, partial_ptr,
+                  arrivals_ptr, M, N, K, SPLIT_K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                  acc_layout: gl.constexpr, acc2_layout: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr,
+                  SPLIT: gl.constexpr, SWAP_AB: gl.constexpr, BLOCK_N2: gl.constexpr):
     """The consumers: lesson 19's products per work unit. With ``SPLIT`` (SPLIT_K > 1) each unit's sum goes to its tile's slice
     of ``partial_ptr`` (fp32); the unit that arrives last at the tile's counter adds the SPLIT_K slices in order
     0, 1, … (the same order whichever unit that is, so the result is deterministic), stores C and resets the
-    counter for the next call."""
+    counter for the next call. A wide tile's slice holds its first strip's BLOCK_M × BLOCK_N sums, then its
+    second's BLOCK_M × BLOCK_N2."""
     BLOCK_M: gl.constexpr = a_ring.shape[1] if A_KM else a_ring.shape[2]
     BLOCK_K: gl.constexpr = a_ring.shape[2] if A_KM else a_ring.shape[1]
     BLOCK_N: gl.constexpr = b_ring.shape[2] if B_KN else b_ring.shape[1]
+    TILE: gl.constexpr = BLOCK_M * (BLOCK_N + BLOCK_N2)               # one slice's fp32 sums
     num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
+    num_pid_n = gl.cdiv(N, BLOCK_N + BLOCK_N2)
     k_tiles = gl.cdiv(K, BLOCK_K)
     step = 0
     for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
         tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
-        acc, step = unit_products(a_ring, b_ring, ready, empty, step, k_first, k_last, STAGES, acc_layout, A_KM, B_KN)
+        acc, acc2, step = unit_products(a_ring, b_ring, b2_ring, ready, empty, step, k_first, k_last, STAGES,
+                                        acc_layout, acc2_layout, A_KM, B_KN, BLOCK_N2)
         if not SPLIT:
-            store_tile(c_desc, c_smem, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SWAP_AB)
+            store_strips(c_desc, c_smem, c2_desc, c2_smem, acc, acc2, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_N2,
+                         SWAP_AB)
         else:
-            rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
-            cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
-            in_tile = rows[:, None] * BLOCK_N + cols[None, :]
-            slices = partial_ptr + tile * (SPLIT_K * BLOCK_M * BLOCK_N)
-            gl.store(slices + split * (BLOCK_M * BLOCK_N) + in_tile, acc)
+            in_tile = tile_offsets(BLOCK_M, BLOCK_N, acc_layout)
+            slices = partial_ptr + tile * (SPLIT_K * TILE)
+            gl.store(slices + split * TILE + in_tile, acc)
+            if BLOCK_N2 > 0:
+                in_strip = BLOCK_M * BLOCK_N + tile_offsets(BLOCK_M, BLOCK_N2, acc2_layout)
+                gl.store(slices + split * TILE + in_strip, acc2)
             # Every consumer thread's slice is written before one thread announces it (the atomic's release, after
             # the partition's barrier); the last to arrive sees every other unit's slice (its acquire).
             gl.barrier()
             arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")
             if arrived == SPLIT_K - 1:
                 total = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+                total2 = total
+                if BLOCK_N2 > 0:
+                    total2 = gl.zeros([BLOCK_M, BLOCK_N2], gl.float32, layout=acc2_layout)
                 for s in range(SPLIT_K):
                     # .cg: from L2, where the other SMs' slices are; this SM's L1 may hold nothing of them.
-                    total += gl.load(slices + s * (BLOCK_M * BLOCK_N) + in_tile, cache_modifier=".cg")
-                store_tile(c_desc, c_smem, total, pid_m, pid_n, BLOCK_M, BLOCK_N, SWAP_AB)
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                    if BLOCK_N2 > 0:
+                        total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
+                store_strips(c_desc, c_smem, c2_desc, c2_smem, total, total2, pid_m, pid_n, BLOCK_M, BLOCK_N,
+                             BLOCK_N2, SWAP_AB)
                 gl.atomic_xchg(arrivals_ptr + tile, 0, sem="relaxed", scope="gpu")
     tma.store_wait(0)
 
 
 @gluon.jit(do_not_specialize=["M", "N", "K", "SPLIT_K"])
-def linear_kernel(a_desc, b_desc, c_desc, partial_ptr, arrivals_ptr, M, N, K, SPLIT_K, BLOCK_M: gl.constexpr,
-                  BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr,
-                  GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr,
-                  SPLIT: gl.constexpr, SWAP_AB: gl.constexpr):
+def linear_kernel(a_desc, b_desc, c_desc, b2_desc, c2_desc, partial_ptr, arrivals_ptr, M, N, K, SPLIT_K,
+                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr,
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, A_KM: gl.constexpr,
+                  B_KN: gl.constexpr, SPLIT: gl.constexpr, SWAP_AB: gl.constexpr, BLOCK_N2: gl.constexpr,
+                  acc2_layout: gl.constexpr):
     """The product of an M × K A and a K × N B in BLOCK_M × BLOCK_N tiles (with SWAP_AB, A and B are the launcher's
     W and activations, and the tiles are of Cᵀ). M, N, K and SPLIT_K are not specialised on (TMA clips every edge,
     so a shape's divisibility does not change the code), so one compile serves every shape of a configuration; only
-    whether K is split (``SPLIT``) changes the epilogue."""
+    whether K is split (``SPLIT``) changes the epilogue.
+
+    A wide tile (``BLOCK_N2`` > 0) is BLOCK_M × (BLOCK_N + BLOCK_N2): every Gluon tensor's and TMA box's side is a
+    power of two, so a 128 × 192 tile is two strips, 128 × 128 and 128 × 64, each with its own accumulator, B ring
+    (``b2_desc``) and C buffer (``c2_desc``); without one, ``b2_desc`` and ``c2_desc`` are B's and C's and unused."""
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+    b2_ring = b_ring
+    c2_smem = c_smem
+    if BLOCK_N2 > 0:
+        b2_ring = gl.allocate_shared_memory(b2_desc.dtype, [STAGES] + b2_desc.block_type.shape, b2_desc.layout)
+        c2_smem = gl.allocate_shared_memory(c2_desc.dtype, c2_desc.block_type.shape, c2_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
     gl.warp_specialize([
-        (mma_partition, (c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, arrivals_ptr, M, N, K, SPLIT_K,
-                         STAGES, GROUP_M, acc_layout, A_KM, B_KN, SPLIT, SWAP_AB)),
-        (load_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT_K, STAGES, GROUP_M, A_KM,
-                          B_KN)),
+        (mma_partition, (c_desc, c2_desc, a_ring, b_ring, b2_ring, c_smem, c2_smem, ready, empty, partial_ptr,
+                         arrivals_ptr, M, N, K, SPLIT_K, STAGES, GROUP_M, acc_layout, acc2_layout, A_KM, B_KN, SPLIT,
+                         SWAP_AB, BLOCK_N2)),
+        (load_partition, (a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, M, N, K, SPLIT_K, STAGES,
+                          GROUP_M, A_KM, B_KN, BLOCK_N2)),
     ], [1], [LOAD_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -253,13 +319,6 @@ def streamk_slot(q, tile, programs, sk_steps, k_tiles):
 
 
 @gluon.jit
-def tile_offsets(BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, acc_layout: gl.constexpr):
-    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
-    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
-    return rows[:, None] * BLOCK_N + cols[None, :]
-
-
-@gluon.jit
 def share_partial(acc, partial_ptr, flags_ptr, tile, slot, acc_layout: gl.constexpr):
     """Store this program's fp32 partial of a shared tile in its slot, then count it in the tile's counter: the
     consumers' barrier first (every thread's part stored), then one thread's atomic, whose release publishes the
@@ -301,7 +360,8 @@ def streamk_load_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K
         tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
                                                           GROUP_M)
         for k in range(k0, k1):
-            load_step(a_desc, b_desc, a_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES, A_KM, B_KN)
+            load_step(a_desc, b_desc, b_desc, a_ring, b_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES,
+                      A_KM, B_KN, 0)
             step += 1
 
 
@@ -324,16 +384,17 @@ def streamk_mma_partition(c_desc, a_ring, b_ring, c_smem, ready, empty, partial_
     for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
         tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
                                                           GROUP_M)
-        acc, step = unit_products(a_ring, b_ring, ready, empty, step, k0, k1, STAGES, acc_layout, A_KM, B_KN)
+        acc, _, step = unit_products(a_ring, b_ring, b_ring, ready, empty, step, k0, k1, STAGES, acc_layout,
+                                     acc_layout, A_KM, B_KN, 0)
         if q0 == q1:
-            store_tile(c_desc, c_smem, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SWAP_AB)
+            store_strips(c_desc, c_smem, c_desc, c_smem, acc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, 0, SWAP_AB)
         else:
             mine = streamk_slot(gl.program_id(0), tile, programs, sk_steps, k_tiles)
             arrived = share_partial(acc, partial_ptr, flags_ptr, tile, mine, acc_layout)
             if arrived == q1 - q0:
                 acc = add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M, BLOCK_N,
                                    acc_layout)
-                store_tile(c_desc, c_smem, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, SWAP_AB)
+                store_strips(c_desc, c_smem, c_desc, c_smem, acc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, 0, SWAP_AB)
                 gl.atomic_xchg(flags_ptr + tile, 0, sem="relaxed", scope="gpu")
     tma.store_wait(0)
 
@@ -373,12 +434,13 @@ def kernel_args(config: dict, swap_ab: bool, b_kn: bool) -> dict:
             "acc_layout": wgmma_layout(config["num_warps"], config["BLOCK_N"]), "STAGES": config["STAGES"],
             "GROUP_M": config["GROUP_M"], "LOAD_REGS": config["LOAD_REGS"],
             "A_KM": (not b_kn) if swap_ab else True, "B_KN": False if swap_ab else b_kn,
-            "SPLIT": config["SPLIT_K"] > 1, "SWAP_AB": swap_ab}
+            "SPLIT": config["SPLIT_K"] > 1, "SWAP_AB": swap_ab, "BLOCK_N2": config["BLOCK_N2"],
+            "acc2_layout": wgmma_layout(config["num_warps"], config["BLOCK_N2"] or config["BLOCK_N"])}
 
 
 ARGUMENT_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout", "STAGES", "GROUP_M", "LOAD_REGS", "A_KM", "B_KN",
-                  "SPLIT", "SWAP_AB")
-STREAMK_ORDER = tuple(name for name in ARGUMENT_ORDER if name != "SPLIT")      # streamk_kernel's constexprs
+                  "SPLIT", "SWAP_AB", "BLOCK_N2", "acc2_layout")
+STREAMK_ORDER = tuple(name for name in ARGUMENT_ORDER if name not in ("SPLIT", "BLOCK_N2", "acc2_layout"))
 
 
 def operand_views(a, b, b_kn: bool, swap_ab: bool):
@@ -411,6 +473,12 @@ class Plan:
             return
         BM, BN, BK, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["SPLIT_K"]
         require_wgmma_tile(BM, BN, BK, self.num_warps, cfg["STAGES"])
+        BN2 = cfg["BLOCK_N2"]
+        if BN2:
+            require_wgmma_tile(BM, BN2, BK, self.num_warps, cfg["STAGES"])
+            if self.swap_ab or cfg["STREAM_K"]:
+                raise ValueError(f"BLOCK_N2={BN2!r}: a wide tile (a second strip of B's columns) is linear_kernel's "
+                                 "without swap-AB; set BLOCK_N2=0 for swap-AB and stream-K")
         if not (isinstance(split, int) and 1 <= split <= triton.cdiv(K, BK)):
             raise ValueError(f"SPLIT_K={split!r}: between 1 and the K steps of the tile ({triton.cdiv(K, BK)} at "
                              f"K={K}, BLOCK_K={BK}), so that no slice of K is empty")
@@ -421,14 +489,22 @@ class Plan:
         self.constexprs = kernel_args(cfg, self.swap_ab, self.b_kn)
         ka, kb, kM, kN = operand_views(a, b, self.b_kn, self.swap_ab)
         self.kernel_mnk = (kM, kN, K)
+        # A's, B's and C's boxes, then the wide tile's second strip of B and of C (B's and C's again without one;
+        # stream-K's kernel takes the first three).
+        strip = BN2 or BN
         self.blocks = ([BM, BK] if self.constexprs["A_KM"] else [BK, BM],
                        [BK, BN] if self.constexprs["B_KN"] else [BN, BK],
-                       [BN, BM] if self.swap_ab else [BM, BN])
+                       [BN, BM] if self.swap_ab else [BM, BN],
+                       [BK, strip] if self.constexprs["B_KN"] else [strip, BK],
+                       [strip, BM] if self.swap_ab else [BM, strip])
+        if self.stream_k:
+            self.blocks = self.blocks[:3]
         dtype = GL_DTYPES[a.dtype]
         self.layouts = tuple(gl.NVMMASharedLayout.get_default_for(block, dtype) for block in self.blocks)
         for name, t, block in (("A", ka, self.blocks[0]), ("B", kb, self.blocks[1]), ("c", c, self.blocks[2])):
             tma_descriptor(name, t, block)                     # TMA's rules, each with its sentence
-        self.tiles = triton.cdiv(kM, BM) * triton.cdiv(kN, BN)
+        self.tile_n = BN + BN2
+        self.tiles = triton.cdiv(kM, BM) * triton.cdiv(kN, self.tile_n)
         self.units = self.tiles * split
         self.grid = None
         # After the descriptors and split-K's scratch, the kernel's arguments in its parameters' order (constexprs
@@ -464,7 +540,8 @@ class Plan:
             self.descriptors.move_to_end(key)
             return found
         ka, kb, _, _ = operand_views(a, b, self.b_kn, self.swap_ab)
-        return kept.keep(self.descriptors, key, kept.host_descriptors((ka, kb, c), self.blocks, self.layouts),
+        tensors = (ka, kb, c, kb, c)[:len(self.blocks)]
+        return kept.keep(self.descriptors, key, kept.host_descriptors(tensors, self.blocks, self.layouts),
                          kept.DESCRIPTORS_KEPT)
 
     def scratch_for(self, device, stream: int):
@@ -482,7 +559,7 @@ class Plan:
                 found = (torch.empty(1, dtype=torch.float32, device=device),
                          torch.zeros(1, dtype=torch.int32, device=device))
             else:
-                cells = self.tiles * split * self.config["BLOCK_M"] * self.config["BLOCK_N"]
+                cells = self.tiles * split * self.config["BLOCK_M"] * self.tile_n
                 found = (torch.empty(cells, dtype=torch.float32, device=device),
                          torch.zeros(self.tiles, dtype=torch.int32, device=device))
             self.scratch[stream] = found

@@ -7,7 +7,8 @@ shapes, on the GPU, and write the dispatch table with its provenance.
             --only 512x6144x4096,128x4096x4096 [--budget 140]
         a re-tune of the named shapes only: each shape's entry in the table is timed again beside the candidates the
         space gained since the first table (dispatch.new_candidates, stream-K's among them; with --space deep, only
-        the deep rings of dispatch.deep_candidates), and the table, with those entries merged, is
+        the deep rings of dispatch.deep_candidates; with --space wide, only the wide tiles and narrow swap-AB tiles
+        of dispatch.wide_candidates), and the table, with those entries merged, is
         written to OUT (which may be the table itself). Shapes are taken in the order given; at --budget seconds the
         re-tune stops and says which shapes it left as they were.
 
@@ -33,11 +34,12 @@ from triton.testing import do_bench
 
 from gluon_course import load_solution
 from gluon_course.measure.gemm import MODEL_SHAPES, compare_gemm, tolerance
-from gluon_course.nvidia.dispatch import BASE, KEYS, SMS, candidates, deep_candidates, new_candidates
+from gluon_course.nvidia.dispatch import (BASE, KEYS, SMS, candidates, deep_candidates, new_candidates,
+                                          wide_candidates)
 
-SPACES = {"new": new_candidates, "deep": deep_candidates}
+SPACES = {"new": new_candidates, "deep": deep_candidates, "wide": wide_candidates}
 
-ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB", "STREAM_K")
+ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB", "STREAM_K", "BLOCK_N2")
 BETTER_BY = 0.98                 # a re-tune's new configuration must be this fraction of the entry's time or less
 HOW = ("tools/gpu/tune_linear.py: candidates checked against an fp32 reference, then do_bench median (warmup 10 ms, "
        "rep 40 ms, L2 flushed), B = w.t() (W N × K)")
