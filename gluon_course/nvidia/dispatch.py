@@ -118,8 +118,8 @@ SWAP_ROWS = (64, 128)
 SWAP_RINGS = ((64, 4), (64, 8), (128, 4))          # (BLOCK_K, STAGES): the ring W streams through
 # Added after the first table, for the shapes it left below F.linear (M from 64 to 512): tiles of 64 columns or rows
 # that give those shapes more programs, with deeper rings; and the swap-AB rings between those above. BLOCK_N = 192
-# (4 × 32 = 128 tiles at 512 × 6144, one wave) cannot be written: every Gluon tensor's shape is a power of two in
-# Triton 3.9.0 (triton/_utils.py, validate_block_shape), the accumulator's included.
+# (4 × 32 = 128 tiles at 512 × 6144, one wave) is no single accumulator: every Gluon tensor's shape is a power of two
+# in Triton 3.9.0 (triton/_utils.py, validate_block_shape); WIDE_TILES below write it as two strips.
 MORE_TILES = ((128, 64, 64, 8, 4), (64, 128, 64, 8, 4), (64, 64, 64, 8, 4), (128, 128, 64, 5, 8))
 MORE_SWAP_RINGS = ((64, 6), (128, 3))
 # Added on 2026-12-02, after cuBLAS's kernel names on the model shapes (tools/gpu/probe_decode.py, torch.profiler):
@@ -137,7 +137,7 @@ DEEP_SWAP_RINGS = ((64, 12), (64, 16), (128, 6))
 STREAMK_TILES = ((128, 128, 64, 4, 4), (128, 128, 64, 6, 4), (128, 128, 64, 4, 8), (64, 256, 64, 4, 4),
                  (64, 128, 64, 6, 4), (128, 64, 64, 8, 4))
 STREAMK_SWAP_RINGS = ((64, 4), (128, 4))
-# Added on 2026-12-03, for the shapes the re-tunes left below F.linear. Wide tiles (BLOCK_M, BLOCK_N, BLOCK_N2,
+# Added on 2026-12-02 (after the deep rings), for the shapes the re-tunes left below F.linear. Wide tiles (BLOCK_M, BLOCK_N, BLOCK_N2,
 # BLOCK_K, STAGES, num_warps): BLOCK_N + BLOCK_N2 columns in two strips, each a power of two as every Gluon tensor's
 # side is in Triton 3.9.0 (triton/_utils.py, validate_block_shape). 128 × 192 is the tile cuBLAS's kernel name gives
 # at 512 × 6144 × 4096 (nvjet_sm90_tst_192x128_64x5: 192 of W's rows by 128 of A's, as cuBLAS sees Cᵀ), 4 × 32 =
