@@ -85,3 +85,58 @@ def test_deep_space_fits_and_is_what_space_deep_times(tmp_path, monkeypatch):
     after = json.loads(table.read_text())
     assert after["provenance"]["retunes"][-1]["how"].endswith("beside dispatch.deep_candidates, replaced only at "
                                                               "0.98× the entry's time or less")
+
+
+def test_wide_space_fits_and_is_what_space_wide_times(tmp_path, monkeypatch):
+    # Wide tiles: both strips and C's two buffers fit one SM; only the plain path has a second strip; the one-wave
+    # tile of 512 × 6144 × 4096 (128 × (128 + 64), 128 tiles) is among them; narrow swap-AB cuts M's power of two.
+    wide = dispatch.wide_candidates(512, 6144, 4096)
+    assert any((c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_N2"], c["SPLIT_K"]) == (128, 128, 64, 1) for c in wide)
+    for M, N, K in ((64, 4096, 4096), (128, 6144, 4096), (512, 6144, 4096), (8192, 14336, 4096)):
+        for c in dispatch.wide_candidates(M, N, K):
+            width = c["BLOCK_N"] + c["BLOCK_N2"]
+            assert dispatch._ring_fits(c["BLOCK_M"], width, c["BLOCK_K"], c["STAGES"], c["BLOCK_M"] * width * 2), c
+            assert c["SPLIT_K"] <= -(-K // c["BLOCK_K"])
+            if c["SWAP_AB"]:
+                assert c["BLOCK_N2"] == 0 and 32 < M <= 128 and c["BLOCK_N"] < (1 << (M - 1).bit_length())
+            else:
+                assert c["BLOCK_N2"] in (64,) and c["BLOCK_N"] == 128
+    assert not [c for c in dispatch.wide_candidates(16, 4096, 4096) if c["SWAP_AB"]]
+    tool = _tool()
+    assert "BLOCK_N2" in tool.ROW_KEYS
+    table = tmp_path / "table.json"
+    shutil.copy(dispatch.table_path(), table)
+    timed = []
+
+    def fake_times(lesson, M, N, K, configs):
+        timed.append(configs[1:])
+        return [{key: c[key] for key in tool.ROW_KEYS} | {"us": 100.0 - c["BLOCK_N2"] / 8} for c in configs], 80.0
+
+    monkeypatch.setattr(tool, "time_candidates", fake_times)
+    monkeypatch.setattr(tool, "provenance", lambda started, sms: {"gpu": "stand-in", "date": "today"})
+    tool.retune(str(table), str(table), [(128, 6144, 4096)], 1e9, None, 132, time.time(), space="wide")
+    assert timed[0] == dispatch.wide_candidates(128, 6144, 4096)
+    after = json.loads(table.read_text())
+    assert "BLOCK_N2" in after["keys"]
+    entry = next(e for e in after["entries"] if (e["M"], e["N"], e["K"]) == (128, 6144, 4096))
+    assert entry["config"]["BLOCK_N2"] == 64                  # 92 µs against the entry's 100: replaced
+    loaded = dispatch.DispatchTable.load(table)
+    assert loaded.config(128, 6144, 4096)["BLOCK_N2"] == 64
+
+
+def test_a_wide_tile_plans_and_is_refused_where_the_kernel_has_none():
+    import pytest
+    import torch
+    from gluon_course import load_solution
+
+    mod = load_solution("32")
+    a = torch.empty(512, 4096, dtype=torch.bfloat16)
+    w = torch.empty(6144, 4096, dtype=torch.bfloat16)
+    c = torch.empty(512, 6144, dtype=torch.bfloat16)
+    plan = mod.Linear(config={"BLOCK_N": 128, "BLOCK_N2": 64, "STAGES": 4}).plan(a, w.t(), c, sms=132)
+    assert plan.tiles == 4 * 32 and plan.grid == (128, 1, 1)          # 128 × 192 tiles: one wave of 132 SMs
+    assert plan.blocks[3] == [64, 64] and plan.blocks[4] == [128, 64]  # the second strip's boxes of B and C
+    for bad in ({"BLOCK_N2": 64, "SWAP_AB": True, "BLOCK_N": 16, "num_warps": 4},
+                {"BLOCK_N": 128, "BLOCK_N2": 64, "STREAM_K": 1}, {"BLOCK_N": 128, "BLOCK_N2": 48}):
+        with pytest.raises(ValueError, match="BLOCK_N2="):
+            mod.Linear(config=bad).plan(a, w.t(), c, sms=132)

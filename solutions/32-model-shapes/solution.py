@@ -475,7 +475,9 @@ class Plan:
         require_wgmma_tile(BM, BN, BK, self.num_warps, cfg["STAGES"])
         BN2 = cfg["BLOCK_N2"]
         if BN2:
-            require_wgmma_tile(BM, BN2, BK, self.num_warps, cfg["STAGES"])
+            if not (isinstance(BN2, int) and 8 <= BN2 <= 256 and BN2 & (BN2 - 1) == 0):
+                raise ValueError(f"BLOCK_N2={BN2!r}: a wide tile's second strip is one more wgmma and TMA box, so its "
+                                 "width is a power of two from 8 to 256 (or 0: no second strip)")
             if self.swap_ab or cfg["STREAM_K"]:
                 raise ValueError(f"BLOCK_N2={BN2!r}: a wide tile (a second strip of B's columns) is linear_kernel's "
                                  "without swap-AB; set BLOCK_N2=0 for swap-AB and stream-K")

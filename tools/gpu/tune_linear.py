@@ -157,6 +157,7 @@ def retune(out, table_path, shapes, budget, lesson, sms, started, space="new"):
         print(f"{M:>5}×{N:>6}×{K:>5}  entry {old_us} µs, best new {best and best['us']} µs -> "
               f"{'NEW ' + str(entry['config']) if replace else 'kept'}  F.linear {lib} µs ({lib / now:.2f}×)  "
               f"[{len(ok)} of {len(rows)} new ran]", flush=True)
+    table["keys"] = list(KEYS)                      # a space may have added keys since the table was first written
     table["provenance"].setdefault("retunes", []).append({
         **provenance(started, sms), "how": HOW + "; the named shapes' entries timed again beside "
         f"dispatch.{SPACES[space].__name__}, replaced only at {BETTER_BY:.2f}× the entry's time or less",
