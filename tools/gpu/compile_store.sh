@@ -19,7 +19,7 @@ done
 rm -rf "$scratch"
 echo "$(ls "$GLUON_COURSE_COMPILE_CACHE" | wc -l) compiles stored in $GLUON_COURSE_COMPILE_CACHE"
 # packed for the call (a call carries at most 64 MiB; the JSON packs about 15 to 1), the folder removed so that it is
-# not carried as well; .device/activate.sh unpacks the archive beside itself
+# not carried as well; tools/gpu/compile_cache_env.sh unpacks it on the GPU machine
 if [[ $GLUON_COURSE_COMPILE_CACHE == $PWD/.device/compile-cache ]]; then
   tar -cJf .device/compile-cache.tar.xz -C .device compile-cache && rm -rf .device/compile-cache
 fi

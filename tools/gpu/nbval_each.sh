@@ -6,7 +6,7 @@
 # Notebooks with AMD cells (01-05, 30) need the AMD compiles stored first: bash tools/gpu/compile_store.sh 01 30.
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD:${PYTHONPATH:-}
-export GLUON_COURSE_COMPILE_CACHE=${GLUON_COURSE_COMPILE_CACHE:-$PWD/.device/compile-cache}
+source tools/gpu/compile_cache_env.sh         # the AMD compiles stored on a CPU machine
 nvidia-smi --query-compute-apps=pid,name --format=csv,noheader > "$OUT/apps-nbval.txt" 2>&1
 # What in the environment can change a compile (Triton knobs, a CUDA install on the path): kept beside the logs.
 { env | grep -E "^(TRITON|CUDA|PTXAS)" | sort; python -c "from triton.backends.nvidia.compiler import get_ptxas; print('ptxas for sm_90', get_ptxas(90).path)"; } > "$OUT/env-nbval.txt" 2>&1

@@ -8,9 +8,7 @@
 [ -n "$GPU_ENV" ] && source "$GPU_ENV"
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD:$PYTHONPATH
-# A Triton without AMD's code generator (the GPU machine's) reads the gfx950/gfx942 compiles stored here by a full
-# Triton (run the same notebooks on a CPU machine with this variable set first; see gluon_course.machine.compile).
-export GLUON_COURSE_COMPILE_CACHE=${GLUON_COURSE_COMPILE_CACHE:-$PWD/.device/compile-cache}
+source tools/gpu/compile_cache_env.sh         # the AMD compiles stored on a CPU machine
 export GLUON_COURSE_COMMIT=${GLUON_COURSE_COMMIT:-$(git rev-parse --short=10 HEAD 2>/dev/null)}
 nvidia-smi --query-compute-apps=pid,name --format=csv > "$OUT/apps.txt" 2>&1   # anything else on the GPU skews timings
 start=$(date +%s)
