@@ -137,14 +137,15 @@ DEEP_SWAP_RINGS = ((64, 12), (64, 16), (128, 6))
 STREAMK_TILES = ((128, 128, 64, 4, 4), (128, 128, 64, 6, 4), (128, 128, 64, 4, 8), (64, 256, 64, 4, 4),
                  (64, 128, 64, 6, 4), (128, 64, 64, 8, 4))
 STREAMK_SWAP_RINGS = ((64, 4), (128, 4))
-# Added on 2026-12-02 (after the deep rings), for the shapes the re-tunes left below F.linear. Wide tiles (BLOCK_M, BLOCK_N, BLOCK_N2,
-# BLOCK_K, STAGES, num_warps): BLOCK_N + BLOCK_N2 columns in two strips, each a power of two as every Gluon tensor's
+# Added on 2026-12-02 (after the deep rings), for the shapes the re-tunes left below F.linear. Wide tiles (BLOCK_M,
+# BLOCK_N, BLOCK_N2, BLOCK_K, STAGES, num_warps): BLOCK_N + BLOCK_N2 columns in two strips, each a power of two as every Gluon tensor's
 # side is in Triton 3.9.0 (triton/_utils.py, validate_block_shape). 128 × 192 is the tile cuBLAS's kernel name gives
 # at 512 × 6144 × 4096 (nvjet_sm90_tst_192x128_64x5: 192 of W's rows by 128 of A's, as cuBLAS sees Cᵀ), 4 × 32 =
 # 128 tiles, one wave of 132 SMs where 128 × 128 makes 1.45 and 128 × 256 leaves 36 SMs idle.
 WIDE_TILES = ((128, 128, 64, 64, 4, 8), (64, 128, 64, 64, 6, 4))
 # Swap-AB with the activations' rows cut in two or four (BLOCK_N below M's power of two): more tiles without
-# split-K's reduction (cuBLAS's name at 64 × 4096 × 4096, nvjet_sm90_tst_64x32: 64 of W's rows by 32 of A's, 128 tiles).
+# split-K's reduction (cuBLAS's name at 64 × 4096 × 4096, nvjet_sm90_tst_64x32: 64 of W's rows by 32 of A's, 128
+# tiles).
 NARROW_SWAP_RINGS = ((64, 8), (64, 12), (128, 4))
 SHARED_BYTES = 227 * 1024          # what one program may use on Hopper (232448 bytes)
 

@@ -1,8 +1,8 @@
 """Lesson 32's checks: the host model running linear_kernel on each path (a tile, a tile with K split, swap-AB,
 swap-AB with K split, a wide tile unsplit and split; B either way), the split-K protocol and swap-AB's epilogue in
-the sm_90 machine code, the dispatch table and its rule; on a GPU, every path correct on odd shapes, split-K deterministic, the refusals, the
-sanitizer; and the figures: the 31 model shapes against F.linear and plain Triton, the decode shapes against the
-memory roofline, and a transformer block with its linear layers swapped."""
+the sm_90 machine code, the dispatch table and its rule; on a GPU, every path correct on odd shapes, split-K
+deterministic, the refusals, the sanitizer; and the figures: the 31 model shapes against F.linear and plain Triton,
+the decode shapes against the memory roofline, and a transformer block with its linear layers swapped."""
 import functools
 
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks, Reference
@@ -488,8 +488,8 @@ CHECKS = LessonChecks(
     ],
     correctness=[
         Check("correct_paths", "every path (a tile; K split; swap-AB; swap-AB with K split 4 and 8 ways; a wide "
-              "tile, unsplit and split 3 ways) and the dispatch table correct on odd M from 1 to 8193, B K × N and as w.t() (bf16 and fp16; poisoned, "
-              "guarded C), in a child process", correct, gpu=True),
+              "tile, unsplit and split 3 ways) and the dispatch table correct on odd M from 1 to 8193, B K × N and as "
+              "w.t() (bf16 and fp16; poisoned, guarded C), in a child process", correct, gpu=True),
         Check("deterministic", "split-K gives the same bits on five runs of the same inputs (decode and 512 rows)",
               deterministic, gpu=True),
         Check("launcher_refuses", tma_gemm.REFUSALS, launcher_refuses, gpu=True),

@@ -31,7 +31,8 @@ for path in sorted(glob.glob(os.path.join(out, "l2-*.csv"))):
     head, per = rows[0], {}
     for r in rows[1:]:
         d = dict(zip(head, r)); k = (d.get("ID"), d.get("Kernel Name", "")[:60])
-        per.setdefault(k, {})[short.get(d.get("Metric Name"), d.get("Metric Name"))] = d.get("Metric Value", "").replace(",", "")
+        name = short.get(d.get("Metric Name"), d.get("Metric Name"))
+        per.setdefault(k, {})[name] = d.get("Metric Value", "").replace(",", "")
     for (_, name), m in per.items():
         print(os.path.basename(path), name, m)
 PY
