@@ -5,8 +5,9 @@ CPU tensors pass the "must be on a GPU" rule, the GPU-only helpers answer as an 
 @gluon.jit / @triton.jit kernel in the lesson's module is replaced by a recorder. A launcher passes when it launches
 one of them on a grid of positive ints with launch options (num_warps, num_ctas, num_stages) that are ints, not a
 ``gl.constexpr``: lesson 33's first GPU run failed there (``num_warps=constexpr[4]``), in Python no CPU test had run.
-Lessons 31, 32 and 34 launch through ``nvidia.launch`` (maps encoded once, driver.c's launch): their tests drive that
-path with the toolkit's stub driver instead (tests/test_fp8.py, and lessons 31 and 32's encoded_launch checks)."""
+Lessons 31 to 34 launch through ``nvidia.launch`` (maps encoded once, driver.c's launch): their tests drive that path
+with the toolkit's stub driver instead (tests/test_fp8.py, tests/test_v10_launch.py, and lessons 31 and 32's
+encoded_launch checks)."""
 from __future__ import annotations
 
 import types
@@ -20,7 +21,7 @@ from gluon_course.nvidia import hopper
 
 from test_empty_products import AMD_LESSONS, gemm_launchers
 
-NVIDIA_LESSONS = [f"{n}" for n in (*range(10, 20), 30, 33)]
+NVIDIA_LESSONS = [f"{n}" for n in (*range(10, 20), 30)]
 LESSONS = NVIDIA_LESSONS + AMD_LESSONS
 OPTIONS = ("num_warps", "num_ctas", "num_stages")
 

@@ -111,8 +111,10 @@ class KeptLaunch:
     arguments and compiles or finds the kernel; every later one through ``RawLaunch`` with the descriptor set's
     CUtensorMaps encoded once and kept beside it (or through ``CompiledKernel.run`` where RawLaunch cannot be used)."""
 
-    def __init__(self, kernel, num_warps: int):
-        self.kernel, self.num_warps = kernel, num_warps
+    def __init__(self, kernel, num_warps: int, **options):
+        # ``options``: the JIT's other launch options, e.g. ``num_ctas`` (lesson 33's clusters). RawLaunch needs none of
+        # them again: the compiled kernel's packed metadata carries num_warps, num_ctas and its shared memory.
+        self.kernel, self.num_warps, self.options = kernel, num_warps, options
         self.compiled = self.raw = None
         self.encoded = OrderedDict()          # id(descriptor set) -> (the set, its encoded arguments)
 
@@ -131,7 +133,7 @@ class KeptLaunch:
 
         k = self.compiled
         if k is None or triton.knobs.runtime.launch_enter_hook.calls:
-            self.compiled = self.kernel[(grid_x, 1, 1)](*descriptors, *rest, num_warps=self.num_warps)
+            self.compiled = self.kernel[(grid_x, 1, 1)](*descriptors, *rest, num_warps=self.num_warps, **self.options)
             if self.compiled is not k:
                 self.raw, self.encoded = RawLaunch.of(self.compiled), OrderedDict()
             return
@@ -181,7 +183,8 @@ class StubDriver:
         driver._active = self._before
 
 
-def stub_compiled(kernel, compiled, descriptors=("a_desc", "b_desc", "c_desc"), num_warps: int = 4):
+def stub_compiled(kernel, compiled, descriptors=("a_desc", "b_desc", "c_desc"), num_warps: int = 4,
+                  num_ctas: int = 1):
     """A stand-in for the CompiledKernel that ``kernel[grid](...)`` returns on a GPU, built from a CPU compile of it
     (``gluon_course.machine.compile_cached``: its metadata, with the descriptors' boxes the compiler chose): its
     ``run`` is Triton's own ``CudaLauncher`` call, with its wrapping of driver.c's launch around the active driver's
@@ -207,11 +210,11 @@ def stub_compiled(kernel, compiled, descriptors=("a_desc", "b_desc", "c_desc"), 
     launcher = CudaLauncher.__new__(CudaLauncher)
     launcher.gsan_enabled = False
     launcher.arg_annotations, launcher.kernel_signature = "stub annotations", b"stub signature"
-    launcher.num_ctas = 1
+    launcher.num_ctas = num_ctas
     launcher.launch = wrap_handle_tensordesc(triton.runtime.driver.active.utils.launch, signature,
                                              meta.tensordesc_meta)
     launcher.global_scratch_size = launcher.profile_scratch_size = 0
     launcher.global_scratch_align = launcher.profile_scratch_align = 1
     launcher.launch_cooperative_grid, launcher.launch_pdl = False, False
-    return types.SimpleNamespace(run=launcher, function=0, packed_metadata=(num_warps, 1, int(meta.shared)),
+    return types.SimpleNamespace(run=launcher, function=0, packed_metadata=(num_warps, num_ctas, int(meta.shared)),
                                  metadata=meta)

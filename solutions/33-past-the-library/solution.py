@@ -15,6 +15,8 @@ step is a whole kernel, and each changes one thing:
    two 128 × 64 halves through one 128 × 64 buffer (``tma.store_wait`` paces them), which frees shared memory for a
    fifth slot; and the tiles taken in lesson 17's grouped order or in a snake through the same groups (``SNAKE``).
 """
+from collections import OrderedDict
+
 import torch
 import triton
 from triton.experimental import gluon
@@ -22,6 +24,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
+from gluon_course.nvidia import launch as kept
 from gluon_course.nvidia.hopper import resident_clusters, require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.validate import empty_product, require_matmul_args
 
@@ -478,10 +481,10 @@ def b_is_k_by_n(b) -> bool:
     return b.shape[1] <= 1 or b.stride(1) == 1
 
 
-def _prepare(a, b, c, programs, config, defaults):
+def _prepare(a, b, c, programs, config, defaults, on_gpu=True):
     if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-    M, N, K = require_matmul_args(a, b, c, b_either_way=True)
+    M, N, K = require_matmul_args(a, b, c, b_either_way=True, on_gpu=on_gpu)
     unknown = set(config) - set(defaults)
     if unknown:
         raise TypeError(f"unknown config keys {sorted(unknown)}; this launcher takes {sorted(defaults)} and programs")
@@ -506,63 +509,123 @@ def _descriptors(a, b, c, cfg, rows, c_cols=None):
             tma_descriptor("c", c, [BM, c_cols or BN], cga=cfg.get("ac_cga")))
 
 
+class Plan:
+    """One signature's launch of one step's kernel, kept as lessons 31 and 32 keep theirs (``gluon_course.nvidia.
+    launch``): the checks, the configuration, the layouts and the grid once; the descriptors kept by the three
+    addresses and their CUtensorMaps encoded once (``kept.KeptLaunch``). Through the JIT, every call bound the
+    kernel's arguments and built three descriptors: host time longer than the kernel at the sweep's smaller shapes,
+    which do_bench then counts (lesson 31)."""
+
+    def __init__(self, kernel, a, b, c, programs, config: dict, defaults: dict, cluster: int = 1,
+                 c_split: int = 1):
+        c, M, N, K, cfg = _prepare(a, b, c, programs, config, defaults, on_gpu=False)   # the launcher asked for the GPU
+        self.kernel, self.programs, self.cluster = kernel, programs, cluster
+        self.empty = M == 0 or N == 0 or K == 0
+        self.descriptors = OrderedDict()
+        self.grid = self.stream = None
+        if self.empty:
+            return
+        require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS.value, cfg["STAGES"])
+        layouts = cluster_layouts(cluster) if cluster > 1 else {}
+        self.b_kn = b_is_k_by_n(b)
+        rows, BN, BK = cluster * cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+        c_cols = BN // c_split                   # step 3 stores C in subtiles of BLOCK_N / 2 columns
+        self.blocks = ([rows, BK], [BK, BN] if self.b_kn else [BN, BK], [rows, c_cols])
+        self.kwargs = {**cfg, "acc_layout": wgmma_layout(BN, layouts.get("ac_cga", ())), "B_KN": self.b_kn}
+        checked = _descriptors(a, b, c, {**cfg, **layouts}, rows, c_cols)     # TMA's rules, each with its sentence
+        self.layouts = tuple(d.layout for d in checked)
+        self.tiles = triton.cdiv(M, rows) * triton.cdiv(N, BN)
+        # The kernel's arguments after the three descriptors, in its parameters' order (constexprs included:
+        # driver.c skips them), for the launches after the first.
+        values = {"M": M, "N": N, "K": K, **self.kwargs}
+        self.rest = tuple(values[name] for name in kernel.arg_names[3:])
+        options = {"num_ctas": cluster} if cluster > 1 else {}
+        self.launcher = kept.KeptLaunch(kernel, CONSUMER_WARPS.value, **options)
+
+    def descriptors_for(self, a, b, c):
+        """A's, B's and C's descriptors, kept by the three addresses (at most DESCRIPTORS_KEPT sets)."""
+        key = (a.data_ptr(), b.data_ptr(), c.data_ptr())
+        found = self.descriptors.get(key)
+        if found is not None:
+            self.descriptors.move_to_end(key)
+            return found
+        tensors = (a, b if self.b_kn else b.t(), c)
+        return kept.keep(self.descriptors, key, kept.host_descriptors(tensors, self.blocks, self.layouts),
+                         kept.DESCRIPTORS_KEPT)
+
+    def launch(self, a, b, c) -> None:
+        descs = self.descriptors_for(a, b, c)
+        if self.stream is None:
+            require_hopper(a)
+            programs = self.programs
+            if programs is None and self.cluster > 1:
+                options = {"num_warps": CONSUMER_WARPS.value, "num_ctas": self.cluster}
+                programs = resident_clusters(self.kernel, (*descs, *self.rest[:3]), {**self.kwargs, **options},
+                                             self.cluster, a.device)
+            elif programs is None:
+                programs = torch.cuda.get_device_properties(a.device).multi_processor_count
+            self.grid = (min(self.tiles, programs), 1, 1)
+            self.stream = triton.runtime.driver.active.get_current_stream
+        self.launcher(self.grid[0], self.stream(a.device.index), descs, self.rest)
+
+
+_PLANS = OrderedDict()
+
+
+def plan(step: str, a, b, c, programs=None, **config) -> Plan:
+    """The kept plan of one step's kernel (``"pingpong"``, ``"cluster"`` or ``"subtile"``) for these arguments'
+    signature (shapes, strides, dtypes, devices, 16-byte alignment of A, B and C), the configuration and
+    ``programs``; built, with every check, the first time."""
+    kernel, defaults, c_split = {"pingpong": (pingpong_kernel, CONFIG, 1), "cluster": (cluster_kernel, CLUSTER_CONFIG, 1),
+                                 "subtile": (subtile_kernel, SUBTILE_CONFIG, 2)}[step]
+    key = (step, kept.signature(a, b, c), tuple(sorted(config.items())), programs)
+    found = _PLANS.get(key)
+    if found is not None:
+        _PLANS.move_to_end(key)
+        return found
+    cfg = {**defaults, **config}
+    if step == "cluster" and cfg["CLUSTER_M"] not in (1, 2, 4):
+        raise ValueError(f"CLUSTER_M={cfg['CLUSTER_M']!r}: this kernel stacks 1, 2 or 4 CTAs along M (a power of two; "
+                         "Hopper's portable cluster size is at most 8)")
+    if step == "subtile" and (cfg["SNAKE"] not in (0, 1) or cfg["C_BUFFERS"] not in (1, 2)):
+        raise ValueError(f"SNAKE={cfg['SNAKE']!r}, C_BUFFERS={cfg['C_BUFFERS']!r}: SNAKE is 0 (grouped order) or 1 "
+                         "(snake), C_BUFFERS 1 or 2 (subtile buffers per consumer)")
+    cluster = cfg["CLUSTER_M"] if step == "cluster" else 1
+    return kept.keep(_PLANS, key, Plan(kernel, a, b, c, programs, config, defaults, cluster, c_split),
+                     kept.PLANS_KEPT)
+
+
+def _run(step: str, a, b, c, programs, config):
+    """C = A·B by one step's kernel through its kept plan (``plan``); returns ``c``."""
+    defaults = {"pingpong": CONFIG, "cluster": CLUSTER_CONFIG, "subtile": SUBTILE_CONFIG}[step]
+    if not all(isinstance(t, torch.Tensor) and t.is_cuda and t.dim() == 2 for t in (a, b) + ((c,) if c is not None
+                                                                                              else ())):
+        c = _prepare(a, b, c, programs, config, defaults)[0]     # the sentence for what is not a GPU matrix
+    if c is None:
+        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    p = plan(step, a, b, c, programs, **config)
+    if p.empty:
+        empty_product(a, b, c)
+        return c
+    p.launch(a, b, c)
+    return c
+
+
 def pingpong_matmul(a, b, c=None, programs=None, **config):
     """C = A·B by step 1's kernel (ping-pong consumers); returns ``c``. B is K × N row-major or ``w.t()`` of an N × K
-    one; rows start on 16-byte boundaries (K and N multiples of 8 for bf16/fp16). Hopper only (sm_90)."""
-    c, M, N, K, cfg = _prepare(a, b, c, programs, config, CONFIG)
-    if empty_product(a, b, c):
-        return c
-    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS.value, cfg["STAGES"])
-    require_hopper(a)
-    a_desc, b_desc, c_desc = _descriptors(a, b, c, cfg, cfg["BLOCK_M"])
-    tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
-    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    pingpong_kernel[(min(tiles, programs or sms),)](
-        a_desc, b_desc, c_desc, M, N, K, **cfg, acc_layout=wgmma_layout(cfg["BLOCK_N"]), B_KN=b_is_k_by_n(b),
-        num_warps=CONSUMER_WARPS.value)
-    return c
+    one; rows start on 16-byte boundaries (K and N multiples of 8 for bf16/fp16). Hopper only (sm_90). A call with
+    the signature of an earlier one reuses its plan (``plan``): no check, descriptor or encoding is redone."""
+    return _run("pingpong", a, b, c, programs, config)
 
 
 def matmul(a, b, c=None, programs=None, **config):
     """C = A·B by step 2's kernel (ping-pong consumers in clusters of CLUSTER_M CTAs along M, B's tile multicast);
     returns ``c``. Same operands as ``pingpong_matmul``. ``programs`` counts clusters (default: as many as the GPU
     holds at once, which may be fewer than SMs / CLUSTER_M: a cluster's CTAs must sit in one GPC)."""
-    c, M, N, K, cfg = _prepare(a, b, c, programs, config, CLUSTER_CONFIG)
-    if empty_product(a, b, c):
-        return c
-    cluster = cfg["CLUSTER_M"]
-    if cluster not in (1, 2, 4):
-        raise ValueError(f"CLUSTER_M={cluster!r}: this kernel stacks 1, 2 or 4 CTAs along M (a power of two; Hopper's "
-                         "portable cluster size is at most 8)")
-    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS.value, cfg["STAGES"])
-    require_hopper(a)
-    layouts = cluster_layouts(cluster)
-    a_desc, b_desc, c_desc = _descriptors(a, b, c, {**cfg, **layouts}, cluster * cfg["BLOCK_M"])
-    tiles = triton.cdiv(M, cluster * cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
-    args = (a_desc, b_desc, c_desc, M, N, K)
-    kwargs = {**cfg, "acc_layout": wgmma_layout(cfg["BLOCK_N"], layouts["ac_cga"]), "B_KN": b_is_k_by_n(b),
-              "num_warps": CONSUMER_WARPS.value, "num_ctas": cluster}
-    if programs is None:
-        programs = resident_clusters(cluster_kernel, args, kwargs, cluster, a.device)
-    cluster_kernel[(min(tiles, programs),)](*args, **kwargs)
-    return c
+    return _run("cluster", a, b, c, programs, config)
 
 
 def subtile_matmul(a, b, c=None, programs=None, **config):
     """C = A·B by step 3's kernel (step 1's, C stored in 128 × 64 subtiles, tiles in grouped or snake order);
     returns ``c``. Same operands as ``pingpong_matmul``."""
-    c, M, N, K, cfg = _prepare(a, b, c, programs, config, SUBTILE_CONFIG)
-    if empty_product(a, b, c):
-        return c
-    if cfg["SNAKE"] not in (0, 1) or cfg["C_BUFFERS"] not in (1, 2):
-        raise ValueError(f"SNAKE={cfg['SNAKE']!r}, C_BUFFERS={cfg['C_BUFFERS']!r}: SNAKE is 0 (grouped order) or 1 "
-                         "(snake), C_BUFFERS 1 or 2 (subtile buffers per consumer)")
-    require_wgmma_tile(cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], CONSUMER_WARPS.value, cfg["STAGES"])
-    require_hopper(a)
-    a_desc, b_desc, c_desc = _descriptors(a, b, c, cfg, cfg["BLOCK_M"], c_cols=cfg["BLOCK_N"] // 2)
-    tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
-    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    subtile_kernel[(min(tiles, programs or sms),)](
-        a_desc, b_desc, c_desc, M, N, K, **cfg, acc_layout=wgmma_layout(cfg["BLOCK_N"]), B_KN=b_is_k_by_n(b),
-        num_warps=CONSUMER_WARPS.value)
-    return c
+    return _run("subtile", a, b, c, programs, config)
