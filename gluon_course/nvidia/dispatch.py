@@ -14,6 +14,12 @@ The rule for a shape the table lacks, in order:
 2. otherwise by the shape: M ≤ 64 swaps A and B (a 128-row tile of W, M padded to a power of two ≥ 16) and splits K
    until the work units fill the SMs, up to 8 ways; a shape whose 128 × 128 tiles are fewer than the SMs takes that
    tile and splits K the same way, up to 4; everything else takes lesson 19's 128 × 256 tile.
+
+And for every shape, table or rule, unless its entry sets W_FIRST itself: W's copies carry L2's evict_first priority
+(W_FIRST = 1) when M ≤ 512 and the entry is not stream-K's (whose kernel takes no hint). On the H200 the hint took 1
+to 3 µs off do_bench's figure on each of six shapes with M from 16 to 512, by sparing the write-back of the lines
+do_bench's L2 overwrite leaves dirty (results/trials/nvidia-h200-2026-12-03-cache-policy.json); above M = 512 W is
+read by many row blocks over a longer kernel, and no run has measured the hint there.
 """
 from __future__ import annotations
 
@@ -25,8 +31,16 @@ from pathlib import Path
 # The SM count the rule plans for when it is not told (an H100 SXM or H200 has 132).
 SMS = 132
 BASE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8, "LOAD_REGS": 40,
-        "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0, "BLOCK_N2": 0}
+        "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0, "BLOCK_N2": 0, "W_FIRST": None}
 KEYS = tuple(BASE)
+# The largest M whose shapes load W with the evict_first hint when their entry does not say (the docstring's last
+# rule).
+W_FIRST_UP_TO_M = 512
+
+
+def w_first(M: int, cfg: dict) -> int:
+    """The docstring's last rule: 1 (W's copies evict_first) for M ≤ W_FIRST_UP_TO_M without stream-K, else 0."""
+    return int(M <= W_FIRST_UP_TO_M and not cfg.get("STREAM_K"))
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -58,15 +72,17 @@ def rule(M: int, N: int, K: int, b_kn: bool = False, sms: int = SMS) -> dict:
     entry (timed on a GPU) chooses. Rule 1 carries an entry's STREAM_K over as it is: the launcher sizes stream-K's
     shared tiles from the shape."""
     k_steps = _cdiv(K, 64)
+    hint = {"W_FIRST": w_first(M, BASE)}
     if M <= 64:
         width = max(16, 1 << max(0, (M - 1).bit_length()))
         tiles = _cdiv(N, 128)
         return {**BASE, "BLOCK_M": 128, "BLOCK_N": width, "num_warps": 4, "STAGES": 6, "SWAP_AB": True,
-                "SPLIT_K": _splits(tiles, k_steps, sms, 8)}
+                "SPLIT_K": _splits(tiles, k_steps, sms, 8), **hint}
     tiles = _cdiv(M, 128) * _cdiv(N, 128)
     if tiles < sms:
-        return {**BASE, "BLOCK_N": 128, "num_warps": 4, "STAGES": 4, "SPLIT_K": _splits(tiles, k_steps, sms, 4)}
-    return dict(BASE)
+        return {**BASE, "BLOCK_N": 128, "num_warps": 4, "STAGES": 4, "SPLIT_K": _splits(tiles, k_steps, sms, 4),
+                **hint}
+    return {**BASE, **hint}
 
 
 @dataclass
@@ -87,7 +103,14 @@ class DispatchTable:
         return cls(entries, data.get("provenance", {}), data.get("sms", SMS))
 
     def config(self, M: int, N: int, K: int, b_kn: bool = False) -> dict:
-        """The configuration for one shape: the table's, else the module's rule (1, then 2)."""
+        """The configuration for one shape: the table's, else the module's rule (1, then 2); W_FIRST by the last
+        rule where the entry leaves it unset."""
+        cfg = self._config(M, N, K, b_kn)
+        if cfg.get("W_FIRST") is None:
+            cfg["W_FIRST"] = w_first(M, cfg)
+        return cfg
+
+    def _config(self, M: int, N: int, K: int, b_kn: bool) -> dict:
         b = "kn" if b_kn else "nk"
         found = self.entries.get((M, N, K, b))
         if found is not None:

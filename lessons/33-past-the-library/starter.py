@@ -442,10 +442,10 @@ def b_is_k_by_n(b) -> bool:
     return b.shape[1] <= 1 or b.stride(1) == 1
 
 
-def _prepare(a, b, c, programs, config, defaults):
+def _prepare(a, b, c, programs, config, defaults, on_gpu=True):
     if c is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 2:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-    M, N, K = require_matmul_args(a, b, c, b_either_way=True)
+    M, N, K = require_matmul_args(a, b, c, b_either_way=True, on_gpu=on_gpu)
     unknown = set(config) - set(defaults)
     if unknown:
         raise TypeError(f"unknown config keys {sorted(unknown)}; this launcher takes {sorted(defaults)} and programs")
@@ -479,7 +479,7 @@ class Plan:
 
     def __init__(self, kernel, a, b, c, programs, config: dict, defaults: dict, cluster: int = 1,
                  c_split: int = 1):
-        c, M, N, K, cfg = _prepare(a, b, c, programs, config, defaults)
+        c, M, N, K, cfg = _prepare(a, b, c, programs, config, defaults, on_gpu=False)   # the launcher asked for the GPU
         self.kernel, self.programs, self.cluster = kernel, programs, cluster
         self.empty = M == 0 or N == 0 or K == 0
         self.descriptors = OrderedDict()
@@ -493,8 +493,8 @@ class Plan:
         c_cols = BN // c_split                   # step 3 stores C in subtiles of BLOCK_N / 2 columns
         self.blocks = ([rows, BK], [BK, BN] if self.b_kn else [BN, BK], [rows, c_cols])
         self.kwargs = {**cfg, "acc_layout": wgmma_layout(BN, layouts.get("ac_cga", ())), "B_KN": self.b_kn}
-        self.descriptor_args = _descriptors(a, b, c, {**cfg, **layouts}, rows, c_cols)   # TMA's rules, sentences
-        self.layouts = tuple(d.layout for d in self.descriptor_args)
+        checked = _descriptors(a, b, c, {**cfg, **layouts}, rows, c_cols)     # TMA's rules, each with its sentence
+        self.layouts = tuple(d.layout for d in checked)
         self.tiles = triton.cdiv(M, rows) * triton.cdiv(N, BN)
         # The kernel's arguments after the three descriptors, in its parameters' order (constexprs included:
         # driver.c skips them), for the launches after the first.
@@ -521,12 +521,11 @@ class Plan:
             programs = self.programs
             if programs is None and self.cluster > 1:
                 options = {"num_warps": CONSUMER_WARPS.value, "num_ctas": self.cluster}
-                programs = resident_clusters(self.kernel, (*self.descriptor_args, *self.rest[:3]),
-                                             {**self.kwargs, **options}, self.cluster, a.device)
+                programs = resident_clusters(self.kernel, (*descs, *self.rest[:3]), {**self.kwargs, **options},
+                                             self.cluster, a.device)
             elif programs is None:
                 programs = torch.cuda.get_device_properties(a.device).multi_processor_count
             self.grid = (min(self.tiles, programs), 1, 1)
-            self.descriptor_args = None          # the first descriptors held the tensors: let them go
             self.stream = triton.runtime.driver.active.get_current_stream
         self.launcher(self.grid[0], self.stream(a.device.index), descs, self.rest)
 
@@ -534,21 +533,38 @@ class Plan:
 _PLANS = OrderedDict()
 
 
-def _run(kernel, a, b, c, programs, config, defaults, cluster=1, c_split=1):
-    """C = A·B by ``kernel`` through the kept plan for these arguments' signature, configuration and ``programs``
-    (built, with every check, the first time); returns ``c``."""
+def plan(step: str, a, b, c, programs=None, **config) -> Plan:
+    """The kept plan of one step's kernel (``"pingpong"``, ``"cluster"`` or ``"subtile"``) for these arguments'
+    signature (shapes, strides, dtypes, devices, 16-byte alignment of A, B and C), the configuration and
+    ``programs``; built, with every check, the first time."""
+    kernel, defaults, c_split = {"pingpong": (pingpong_kernel, CONFIG, 1), "cluster": (cluster_kernel, CLUSTER_CONFIG, 1),
+                                 "subtile": (subtile_kernel, SUBTILE_CONFIG, 2)}[step]
+    key = (step, kept.signature(a, b, c), tuple(sorted(config.items())), programs)
+    found = _PLANS.get(key)
+    if found is not None:
+        _PLANS.move_to_end(key)
+        return found
+    cfg = {**defaults, **config}
+    if step == "cluster" and cfg["CLUSTER_M"] not in (1, 2, 4):
+        raise ValueError(f"CLUSTER_M={cfg['CLUSTER_M']!r}: this kernel stacks 1, 2 or 4 CTAs along M (a power of two; "
+                         "Hopper's portable cluster size is at most 8)")
+    if step == "subtile" and (cfg["SNAKE"] not in (0, 1) or cfg["C_BUFFERS"] not in (1, 2)):
+        raise ValueError(f"SNAKE={cfg['SNAKE']!r}, C_BUFFERS={cfg['C_BUFFERS']!r}: SNAKE is 0 (grouped order) or 1 "
+                         "(snake), C_BUFFERS 1 or 2 (subtile buffers per consumer)")
+    cluster = cfg["CLUSTER_M"] if step == "cluster" else 1
+    return kept.keep(_PLANS, key, Plan(kernel, a, b, c, programs, config, defaults, cluster, c_split),
+                     kept.PLANS_KEPT)
+
+
+def _run(step: str, a, b, c, programs, config):
+    """C = A·B by one step's kernel through its kept plan (``plan``); returns ``c``."""
+    defaults = {"pingpong": CONFIG, "cluster": CLUSTER_CONFIG, "subtile": SUBTILE_CONFIG}[step]
     if not all(isinstance(t, torch.Tensor) and t.is_cuda and t.dim() == 2 for t in (a, b) + ((c,) if c is not None
                                                                                               else ())):
         c = _prepare(a, b, c, programs, config, defaults)[0]     # the sentence for what is not a GPU matrix
     if c is None:
         c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-    key = (kernel, kept.signature(a, b, c), tuple(sorted(config.items())), programs)
-    p = _PLANS.get(key)
-    if p is None:
-        p = kept.keep(_PLANS, key, Plan(kernel, a, b, c, programs, config, defaults, cluster, c_split),
-                      kept.PLANS_KEPT)
-    else:
-        _PLANS.move_to_end(key)
+    p = plan(step, a, b, c, programs, **config)
     if p.empty:
         empty_product(a, b, c)
         return c
@@ -559,26 +575,18 @@ def _run(kernel, a, b, c, programs, config, defaults, cluster=1, c_split=1):
 def pingpong_matmul(a, b, c=None, programs=None, **config):
     """C = A·B by step 1's kernel (ping-pong consumers); returns ``c``. B is K × N row-major or ``w.t()`` of an N × K
     one; rows start on 16-byte boundaries (K and N multiples of 8 for bf16/fp16). Hopper only (sm_90). A call with
-    the signature of an earlier one reuses its plan (``Plan``): no check, descriptor or encoding is redone."""
-    return _run(pingpong_kernel, a, b, c, programs, config, CONFIG)
+    the signature of an earlier one reuses its plan (``plan``): no check, descriptor or encoding is redone."""
+    return _run("pingpong", a, b, c, programs, config)
 
 
 def matmul(a, b, c=None, programs=None, **config):
     """C = A·B by step 2's kernel (ping-pong consumers in clusters of CLUSTER_M CTAs along M, B's tile multicast);
     returns ``c``. Same operands as ``pingpong_matmul``. ``programs`` counts clusters (default: as many as the GPU
     holds at once, which may be fewer than SMs / CLUSTER_M: a cluster's CTAs must sit in one GPC)."""
-    cluster = {**CLUSTER_CONFIG, **config}["CLUSTER_M"]
-    if cluster not in (1, 2, 4):
-        raise ValueError(f"CLUSTER_M={cluster!r}: this kernel stacks 1, 2 or 4 CTAs along M (a power of two; Hopper's "
-                         "portable cluster size is at most 8)")
-    return _run(cluster_kernel, a, b, c, programs, config, CLUSTER_CONFIG, cluster=cluster)
+    return _run("cluster", a, b, c, programs, config)
 
 
 def subtile_matmul(a, b, c=None, programs=None, **config):
     """C = A·B by step 3's kernel (step 1's, C stored in 128 × 64 subtiles, tiles in grouped or snake order);
     returns ``c``. Same operands as ``pingpong_matmul``."""
-    cfg = {**SUBTILE_CONFIG, **config}
-    if cfg["SNAKE"] not in (0, 1) or cfg["C_BUFFERS"] not in (1, 2):
-        raise ValueError(f"SNAKE={cfg['SNAKE']!r}, C_BUFFERS={cfg['C_BUFFERS']!r}: SNAKE is 0 (grouped order) or 1 "
-                         "(snake), C_BUFFERS 1 or 2 (subtile buffers per consumer)")
-    return _run(subtile_kernel, a, b, c, programs, config, SUBTILE_CONFIG, c_split=2)
+    return _run("subtile", a, b, c, programs, config)

@@ -11,6 +11,7 @@ from gluon_course.grading.counts import mismatch
 from gluon_course.grading.gemm_kernel import fits
 from gluon_course.machine import compile_cached, tensor_descriptor_type
 from gluon_course.measure.gemm import MODEL_SHAPES
+from gluon_course.nvidia.l2_hints import tma_copies
 
 # The four paths, at tiles small enough for the host model's problems (the model runs every program's code).
 PATHS = {"a tile": {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3},
@@ -125,6 +126,33 @@ def table_configs(mod):
         problem = fits(compiled, cfg["num_warps"], cfg)
         if problem:
             return f"{M}×{N}×{K}'s configuration {cfg}: {problem}"
+    return None
+
+
+# linear_kernel's descriptor arguments in order; W is the kernel's A under swap-AB, its B (and B's second strip)
+# otherwise. Three model shapes at the table's configurations: swap-AB (M = 16), the wide tile (M = 512), and M = 2048.
+DESCRIPTORS = ("a_desc", "b_desc", "c_desc", "b2_desc", "c2_desc")
+HINT_SHAPES = ((16, 4096, 4096), (512, 6144, 4096), (2048, 4096, 4096))
+
+
+def w_hint(mod):
+    """sm_90, at the table's configurations of HINT_SHAPES: W's TMA copies carry L2's evict_first hint exactly where
+    the configuration says W_FIRST, and no copy of the activations or of C carries one."""
+    table = mod._this_gpus_table()
+    for M, N, K in HINT_SHAPES:
+        cfg = {**mod.CONFIG, **table.config(M, N, K, False)}
+        w_descs = {0} if cfg["SWAP_AB"] else {1, 3}
+        copies = tma_copies(_compiled(mod, cfg).ptx)
+        if not copies or any(c.descriptor is None for c in copies):
+            return f"{M}×{N}×{K}: the PTX's TMA copies could not all be traced to a descriptor ({copies})"
+        for c in copies:
+            want = "evict_first" if (c.load and c.descriptor in w_descs and cfg["W_FIRST"]) else None
+            if c.hint != want:
+                what = "W's" if c.descriptor in w_descs else ("C's" if not c.load else "the activations'")
+                return (f"{M}×{N}×{K} (W_FIRST={cfg['W_FIRST']}, SWAP_AB={cfg['SWAP_AB']}): a TMA "
+                        f"{'load' if c.load else 'store'} of {DESCRIPTORS[c.descriptor]} ({what}) carries L2 hint "
+                        f"{c.hint!r}, expected {want!r}: only W is streamed once, so only W's copies are hinted "
+                        "evict_first (kernel_args' A_POLICY and B_POLICY: W is A under swap-AB)")
     return None
 
 
@@ -464,8 +492,9 @@ BLOCK_GRAPH_WHY = ("torch's block over the swapped block, each captured once in 
 CHECKS = LessonChecks(
     targets=("sm_90",),
     teaches="the shapes a model runs: split-K (the slices added in a fixed order by the last unit to arrive: "
-            "deterministic) and swap-AB (Cᵀ = W·Aᵀ for few rows) beside lesson 19's tiles; a dispatch table tuned on "
-            "the GPU, with a rule for the shapes it lacks",
+            "deterministic) and swap-AB (Cᵀ = W·Aᵀ for few rows) beside lesson 19's tiles, a wide tile in two strips, "
+            "W's copies hinted evict_first in L2; a dispatch table tuned on the GPU, with a rule for the shapes it "
+            "lacks",
     machine_code=[
         Check("host_model", "the host model runs linear_kernel's own code on each path (a tile, K split, swap-AB, "
               "both, a wide tile unsplit and split; B either way): C exact, each element written once, every "
@@ -476,6 +505,9 @@ CHECKS = LessonChecks(
               split_protocol, target="sm_90"),
         Check("table_configs_sm_90", "sm_90: every configuration the dispatch table gives the 31 model shapes fits "
               "one SM with no spills", table_configs, target="sm_90"),
+        Check("w_hint_sm_90", "sm_90, the table's configurations at 16×4096×4096 (swap-AB), 512×6144×4096 (a wide "
+              "tile) and 2048×4096×4096: W's TMA copies carry L2's evict_first hint where the configuration says "
+              "W_FIRST (M ≤ 512), the activations' and C's none", w_hint, target="sm_90"),
         Check("dispatch", "the table lists the model shapes; any shape (odd M, other N and K) gets a configuration "
               "with no empty slice of K, and its plan builds (CPU tensors)", dispatch),
         Check("streamk_host_model", "the host model runs streamk_kernel (every tile shared, the last wave shared, "

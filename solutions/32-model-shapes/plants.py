@@ -55,6 +55,10 @@ PLANTS = [
           "return 2 * q + min(tile - (q * sk_steps // programs) // k_tiles, 1)",
           "return 2 * q + (tile - (q * sk_steps // programs) // k_tiles) % 2",
           rejected_by="streamk_host_model"),
+    Plant("the evict_first hint on the activations' copies instead of W's: the policies' sides swapped",
+          '"A_POLICY": W_STREAMED if config.get("W_FIRST") and swap_ab else None',
+          '"A_POLICY": W_STREAMED if config.get("W_FIRST") and not swap_ab else None',
+          rejected_by="w_hint_sm_90"),
     Plant("a wide tile's second strip is stored over its first: its columns start at the tile's, not BLOCK_N to "
           "their right",
           "store_tile(c2_desc, c2_smem, acc2, pid_m * BLOCK_M, pid_n * (BLOCK_N + BLOCK_N2) + BLOCK_N, SWAP_AB)",

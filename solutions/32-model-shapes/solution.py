@@ -17,11 +17,12 @@ import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import CachePolicy, FractionalEvictionPolicy
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
 from gluon_course.nvidia import launch as kept
-from gluon_course.nvidia.dispatch import DispatchTable, streamk_grid, table_for
+from gluon_course.nvidia.dispatch import DispatchTable, streamk_grid, table_for, w_first
 from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.nvidia.tiles import grouped_tile
 from gluon_course.validate import require_matmul_args
@@ -29,7 +30,12 @@ from gluon_course.validate import require_matmul_args
 GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 # Lesson 19's configuration: what a shape gets when neither the table nor the rule says otherwise.
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8,
-          "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0, "BLOCK_N2": 0}
+          "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0, "BLOCK_N2": 0, "W_FIRST": None}
+# W's copies with L2's evict_first priority (W_FIRST = 1): the lines they bring are the first a later allocation in L2
+# evicts, so the kernel's own W lines make room for what it loads next instead of lines that someone else left dirty
+# (do_bench's L2 overwrite, or the previous layer's output), which would have to be written back to HBM first.
+# W_FIRST = None: by the dispatch module's rule (1 for M ≤ 512).
+W_STREAMED = CachePolicy(l2=FractionalEvictionPolicy("evict_first", 1.0))
 
 
 def wgmma_layout(num_warps: int, BLOCK_N: int):
@@ -53,7 +59,7 @@ def work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M: gl.constexp
 @gluon.jit
 def load_partition(a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, M, N, K, SPLIT_K,
                    STAGES: gl.constexpr, GROUP_M: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr,
-                   BLOCK_N2: gl.constexpr):
+                   BLOCK_N2: gl.constexpr, A_POLICY: gl.constexpr, B_POLICY: gl.constexpr):
     """The producer (one warp): lesson 19's, walking work units instead of tiles. A's tile is [BLOCK_M, BLOCK_K]
     of an M × K matrix (``A_KM``) or [BLOCK_K, BLOCK_M] of a K × M one; B's [BLOCK_K, BLOCK_N] of a K × N matrix
     (``B_KN``) or [BLOCK_N, BLOCK_K] of an N × K one; a wide tile (``BLOCK_N2`` > 0) adds B's next BLOCK_N2
@@ -69,15 +75,17 @@ def load_partition(a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empt
         tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
         for k in range(k_first, k_last):
             load_step(a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, step, pid_m, pid_n, k, STAGES,
-                      A_KM, B_KN, BLOCK_N2)
+                      A_KM, B_KN, BLOCK_N2, A_POLICY, B_POLICY)
             step += 1
 
 
 @gluon.jit
 def load_step(a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, step, pid_m, pid_n, k,
-              STAGES: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr, BLOCK_N2: gl.constexpr):
+              STAGES: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr, BLOCK_N2: gl.constexpr,
+              A_POLICY: gl.constexpr, B_POLICY: gl.constexpr):
     """One K step of the producer: wait for the ring's slot to be free, announce its bytes, load A's and B's tiles
-    (B's two strips for a wide tile: columns [n, n + BLOCK_N) and [n + BLOCK_N, n + BLOCK_N + BLOCK_N2))."""
+    (B's two strips for a wide tile: columns [n, n + BLOCK_N) and [n + BLOCK_N, n + BLOCK_N + BLOCK_N2)), A's copies
+    with L2 priority ``A_POLICY`` and B's with ``B_POLICY`` (a CachePolicy, or None for none)."""
     BLOCK_M: gl.constexpr = a_desc.block_shape[0] if A_KM else a_desc.block_shape[1]
     BLOCK_K: gl.constexpr = a_desc.block_shape[1] if A_KM else a_desc.block_shape[0]
     BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
@@ -90,17 +98,21 @@ def load_step(a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, st
     else:
         mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
     if A_KM:
-        tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
+        tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot),
+                       cache_policy=A_POLICY)
     else:
-        tma.async_load(a_desc, [k * BLOCK_K, pid_m * BLOCK_M], ready.index(slot), a_ring.index(slot))
+        tma.async_load(a_desc, [k * BLOCK_K, pid_m * BLOCK_M], ready.index(slot), a_ring.index(slot),
+                       cache_policy=A_POLICY)
     if B_KN:
-        tma.async_load(b_desc, [k * BLOCK_K, n], ready.index(slot), b_ring.index(slot))
+        tma.async_load(b_desc, [k * BLOCK_K, n], ready.index(slot), b_ring.index(slot), cache_policy=B_POLICY)
         if BLOCK_N2 > 0:
-            tma.async_load(b2_desc, [k * BLOCK_K, n + BLOCK_N], ready.index(slot), b2_ring.index(slot))
+            tma.async_load(b2_desc, [k * BLOCK_K, n + BLOCK_N], ready.index(slot), b2_ring.index(slot),
+                           cache_policy=B_POLICY)
     else:
-        tma.async_load(b_desc, [n, k * BLOCK_K], ready.index(slot), b_ring.index(slot))
+        tma.async_load(b_desc, [n, k * BLOCK_K], ready.index(slot), b_ring.index(slot), cache_policy=B_POLICY)
         if BLOCK_N2 > 0:
-            tma.async_load(b2_desc, [n + BLOCK_N, k * BLOCK_K], ready.index(slot), b2_ring.index(slot))
+            tma.async_load(b2_desc, [n + BLOCK_N, k * BLOCK_K], ready.index(slot), b2_ring.index(slot),
+                           cache_policy=B_POLICY)
 
 
 @gluon.jit
@@ -232,7 +244,7 @@ def linear_kernel(a_desc, b_desc, c_desc, b2_desc, c2_desc, partial_ptr, arrival
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, A_KM: gl.constexpr,
                   B_KN: gl.constexpr, SPLIT: gl.constexpr, SWAP_AB: gl.constexpr, BLOCK_N2: gl.constexpr,
-                  acc2_layout: gl.constexpr):
+                  acc2_layout: gl.constexpr, A_POLICY: gl.constexpr, B_POLICY: gl.constexpr):
     """The product of an M × K A and a K × N B in BLOCK_M × BLOCK_N tiles (with SWAP_AB, A and B are the launcher's
     W and activations, and the tiles are of Cᵀ). M, N, K and SPLIT_K are not specialised on (TMA clips every edge,
     so a shape's divisibility does not change the code), so one compile serves every shape of a configuration; only
@@ -240,7 +252,8 @@ def linear_kernel(a_desc, b_desc, c_desc, b2_desc, c2_desc, partial_ptr, arrival
 
     A wide tile (``BLOCK_N2`` > 0) is BLOCK_M × (BLOCK_N + BLOCK_N2): every Gluon tensor's and TMA box's side is a
     power of two, so a 128 × 192 tile is two strips, 128 × 128 and 128 × 64, each with its own accumulator, B ring
-    (``b2_desc``) and C buffer (``c2_desc``); without one, ``b2_desc`` and ``c2_desc`` are B's and C's and unused."""
+    (``b2_desc``) and C buffer (``c2_desc``); without one, ``b2_desc`` and ``c2_desc`` are B's and C's and unused.
+    ``A_POLICY`` and ``B_POLICY``: the L2 priority of A's and B's copies (None, or W_STREAMED on W's)."""
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
@@ -259,7 +272,7 @@ def linear_kernel(a_desc, b_desc, c_desc, b2_desc, c2_desc, partial_ptr, arrival
                          arrivals_ptr, M, N, K, SPLIT_K, STAGES, GROUP_M, acc_layout, acc2_layout, A_KM, B_KN, SPLIT,
                          SWAP_AB, BLOCK_N2)),
         (load_partition, (a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, M, N, K, SPLIT_K, STAGES,
-                          GROUP_M, A_KM, B_KN, BLOCK_N2)),
+                          GROUP_M, A_KM, B_KN, BLOCK_N2, A_POLICY, B_POLICY)),
     ], [1], [LOAD_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -361,7 +374,7 @@ def streamk_load_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K
                                                           GROUP_M)
         for k in range(k0, k1):
             load_step(a_desc, b_desc, b_desc, a_ring, b_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES,
-                      A_KM, B_KN, 0)
+                      A_KM, B_KN, 0, None, None)
             step += 1
 
 
@@ -435,12 +448,16 @@ def kernel_args(config: dict, swap_ab: bool, b_kn: bool) -> dict:
             "GROUP_M": config["GROUP_M"], "LOAD_REGS": config["LOAD_REGS"],
             "A_KM": (not b_kn) if swap_ab else True, "B_KN": False if swap_ab else b_kn,
             "SPLIT": config["SPLIT_K"] > 1, "SWAP_AB": swap_ab, "BLOCK_N2": config["BLOCK_N2"],
-            "acc2_layout": wgmma_layout(config["num_warps"], config["BLOCK_N2"] or config["BLOCK_N"])}
+            "acc2_layout": wgmma_layout(config["num_warps"], config["BLOCK_N2"] or config["BLOCK_N"]),
+            # W is the kernel's A under swap-AB and its B otherwise
+            "A_POLICY": W_STREAMED if config.get("W_FIRST") and swap_ab else None,
+            "B_POLICY": W_STREAMED if config.get("W_FIRST") and not swap_ab else None}
 
 
 ARGUMENT_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout", "STAGES", "GROUP_M", "LOAD_REGS", "A_KM", "B_KN",
-                  "SPLIT", "SWAP_AB", "BLOCK_N2", "acc2_layout")
-STREAMK_ORDER = tuple(name for name in ARGUMENT_ORDER if name not in ("SPLIT", "BLOCK_N2", "acc2_layout"))
+                  "SPLIT", "SWAP_AB", "BLOCK_N2", "acc2_layout", "A_POLICY", "B_POLICY")
+STREAMK_ORDER = tuple(name for name in ARGUMENT_ORDER
+                      if name not in ("SPLIT", "BLOCK_N2", "acc2_layout", "A_POLICY", "B_POLICY"))
 
 
 def operand_views(a, b, b_kn: bool, swap_ab: bool):
@@ -488,6 +505,11 @@ class Plan:
         if not (isinstance(self.stream_k, int) and self.stream_k >= 0) or (self.stream_k and split != 1):
             raise ValueError(f"STREAM_K={self.stream_k!r} with SPLIT_K={split!r}: STREAM_K is 0 (no stream-K) or the "
                              "waves of tiles stream-K shares (1 or more), and stream-K does not split K as well")
+        if cfg["W_FIRST"] is None:
+            cfg["W_FIRST"] = w_first(M, cfg)
+        if cfg["W_FIRST"] not in (0, 1) or (cfg["W_FIRST"] and self.stream_k):
+            raise ValueError(f"W_FIRST={cfg['W_FIRST']!r} with STREAM_K={self.stream_k!r}: W_FIRST is 1 (W's copies "
+                             "with L2's evict_first hint) or 0 (none), and the stream-K kernel's copies take no hint")
         self.constexprs = kernel_args(cfg, self.swap_ab, self.b_kn)
         ka, kb, kM, kN = operand_views(a, b, self.b_kn, self.swap_ab)
         self.kernel_mnk = (kM, kN, K)
