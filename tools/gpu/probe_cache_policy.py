@@ -11,10 +11,11 @@ Each variant is lesson 32's solution with the hints written into its TMA copies 
 module of its own; every variant is checked against an fp32 reference, then timed on each shape in 3 interleaved
 rounds beside F.linear: do_bench's median, the call after a write flush and after a read flush (cold_kernel_ms).
 
-    python tools/gpu/probe_cache_policy.py OUT.json [MxNxK ...]      (GPU)
+    python tools/gpu/probe_cache_policy.py OUT.json [MxNxK ...]      (GPU; PROBE_VARIANTS="none,W first" for fewer)
     python tools/gpu/probe_cache_policy.py --compile                  (CPU: every variant compiles for sm_90)
 """
 import json
+import os
 import re
 import sys
 import tempfile
@@ -30,6 +31,9 @@ VARIANTS = {
     "W first, C first": {"W": "evict_first", "C": "evict_first"},
 }
 ROUNDS = 3
+# PROBE_VARIANTS="none,W first" times only those (the names above, comma-separated).
+if os.environ.get("PROBE_VARIANTS"):
+    VARIANTS = {name: VARIANTS[name] for name in os.environ["PROBE_VARIANTS"].split(",")}
 
 
 def _policy(priority):
