@@ -178,3 +178,31 @@ def test_w_first_reaches_the_kernel_on_w_and_is_refused_with_stream_k():
     for bad in ({"W_FIRST": 2}, {"W_FIRST": 1, "STREAM_K": 1, "BLOCK_N": 128, "num_warps": 4, "STAGES": 4}):
         with pytest.raises(ValueError, match="W_FIRST="):
             mod.Linear(config=bad).plan(big, w.t(), torch.empty(2048, 4096, dtype=torch.bfloat16))
+
+
+def test_hint_space_times_the_entry_with_w_first_off_and_on(tmp_path, monkeypatch):
+    """--space hint: each named shape's entry beside itself with W_FIRST 0 and 1; the one that wins by 2% is written
+    into the entry (W_FIRST explicit), and the table then gives that shape that W_FIRST whatever the rule says."""
+    tool = _tool()
+    assert "W_FIRST" in tool.ROW_KEYS
+    assert tool.hint_candidates({**dispatch.BASE, "STREAM_K": 1}) == []
+    table = tmp_path / "table.json"
+    shutil.copy(dispatch.table_path(), table)
+    timed = []
+
+    def fake_times(lesson, M, N, K, configs):
+        timed.append(configs)
+        # the entry (W_FIRST by the rule, None here) 100 µs; W_FIRST=0 90 µs, W_FIRST=1 99 µs
+        return [{key: c.get(key) for key in tool.ROW_KEYS} | {"us": {None: 100.0, 0: 90.0, 1: 99.0}[c.get("W_FIRST")]}
+                for c in configs], 80.0
+
+    monkeypatch.setattr(tool, "time_candidates", fake_times)
+    monkeypatch.setattr(tool, "provenance", lambda started, sms: {"gpu": "stand-in", "date": "today"})
+    tool.retune(str(table), str(table), [(1, 128256, 4096)], 1e9, None, 132, time.time(), space="hint")
+    entry_cfg, off, on = timed[0]
+    assert (off["W_FIRST"], on["W_FIRST"]) == (0, 1)
+    assert {k: off[k] for k in tool.ROW_KEYS if k != "W_FIRST"} == {k: entry_cfg[k] for k in tool.ROW_KEYS
+                                                                     if k != "W_FIRST"}
+    loaded = dispatch.DispatchTable.load(table)
+    assert loaded.config(1, 128256, 4096)["W_FIRST"] == 0          # 90 µs against the entry's 100: replaced
+    assert loaded.config(16, 128256, 4096)["W_FIRST"] == 1         # untouched: the rule's

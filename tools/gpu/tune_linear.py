@@ -8,7 +8,9 @@ shapes, on the GPU, and write the dispatch table with its provenance.
         a re-tune of the named shapes only: each shape's entry in the table is timed again beside the candidates the
         space gained since the first table (dispatch.new_candidates, stream-K's among them; with --space deep, only
         the deep rings of dispatch.deep_candidates; with --space wide, only the wide tiles and narrow swap-AB tiles
-        of dispatch.wide_candidates), and the table, with those entries merged, is
+        of dispatch.wide_candidates; with --space hint, only the entry's own configuration with W_FIRST 0 and 1,
+        W's L2 hint off and on, where the entry left it to the dispatch rule), and the table, with those entries
+        merged, is
         written to OUT (which may be the table itself). Shapes are taken in the order given; at --budget seconds the
         re-tune stops and says which shapes it left as they were.
 
@@ -37,9 +39,19 @@ from gluon_course.measure.gemm import MODEL_SHAPES, compare_gemm, tolerance
 from gluon_course.nvidia.dispatch import (BASE, KEYS, SMS, candidates, deep_candidates, new_candidates,
                                           wide_candidates)
 
-SPACES = {"new": new_candidates, "deep": deep_candidates, "wide": wide_candidates}
+def hint_candidates(entry_config: dict) -> list[dict]:
+    """``--space hint``: the entry's own configuration with W's L2 hint off and on (W_FIRST 0 and 1, explicit), so
+    that a shape whose rule-given W_FIRST loses gets the other written into its entry. Stream-K takes no hint."""
+    if entry_config.get("STREAM_K"):
+        return []
+    return [{**entry_config, "W_FIRST": v} for v in (0, 1)]
 
-ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB", "STREAM_K", "BLOCK_N2")
+
+SPACES = {"new": new_candidates, "deep": deep_candidates, "wide": wide_candidates, "hint": hint_candidates}
+
+# W_FIRST None in a row: the dispatch rule's (1 for M ≤ 512); 0 or 1: set by the entry.
+ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB", "STREAM_K", "BLOCK_N2",
+            "W_FIRST")
 BETTER_BY = 0.98                 # a re-tune's new configuration must be this fraction of the entry's time or less
 HOW = ("tools/gpu/tune_linear.py: candidates checked against an fp32 reference, then do_bench median (warmup 10 ms, "
        "rep 40 ms, L2 flushed), B = w.t() (W N × K)")
@@ -131,7 +143,7 @@ def retune(out, table_path, shapes, budget, lesson, sms, started, space="new"):
         if entry is None:
             raise SystemExit(f"{table_path} has no entry for {M}×{N}×{K}: run the full tuning first")
         old = {key: {**BASE, **entry["config"]}[key] for key in ROW_KEYS}      # an entry from before STREAM_K: 0
-        new = SPACES[space](M, N, K, sms)
+        new = hint_candidates({**entry["config"], **old}) if space == "hint" else SPACES[space](M, N, K, sms)
         timed, lib = time_candidates(lesson, M, N, K, [{**entry["config"], **old}] + new)
         old_row, rows = timed[0], timed[1:]
         ok = [r for r in rows if "us" in r]
@@ -160,7 +172,8 @@ def retune(out, table_path, shapes, budget, lesson, sms, started, space="new"):
     table["keys"] = list(KEYS)                      # a space may have added keys since the table was first written
     table["provenance"].setdefault("retunes", []).append({
         **provenance(started, sms), "how": HOW + "; the named shapes' entries timed again beside "
-        f"dispatch.{SPACES[space].__name__}, replaced only at {BETTER_BY:.2f}× the entry's time or less",
+        f"{'tune_linear.' if space == 'hint' else 'dispatch.'}{SPACES[space].__name__}, replaced only at "
+        f"{BETTER_BY:.2f}× the entry's time or less",
         "shapes": done, "replaced": changed, "left_for_time": left})
     json.dump(table, open(out, "w"), indent=1)
     print(f"wrote {out}: {len(done)} shapes re-tuned ({len(changed)} changed), {len(left)} left for time, in "
@@ -175,7 +188,8 @@ def main(argv=None):
     p.add_argument("--budget", type=float, default=1e9, help="seconds after which a re-tune takes no new shape")
     p.add_argument("--space", choices=sorted(SPACES), default="new",
                    help="what a re-tune times beside each entry: everything the space gained since the first table "
-                        "(new), or only the deep rings added on 2026-12-02 (deep)")
+                        "(new), only the deep rings added on 2026-12-02 (deep), only the wide tiles and narrow "
+                        "swap-AB tiles (wide), or the entry itself with W's L2 hint off and on (hint)")
     args = p.parse_args(argv)
     if bool(args.merge) != bool(args.only):
         raise SystemExit("--merge and --only go together: the table to re-tune and the shapes to re-tune in it")
