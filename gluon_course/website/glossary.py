@@ -70,6 +70,8 @@ TERMS: tuple[Term, ...] = (
     # -- memory
     Term("Global memory, HBM", "01", r"(?i)\bglobal memory\b|\bHBM\b"),
     Term("L2 cache", "17", r"\bL2\b"),
+    Term("L2 eviction hint, cache policy", "32", r"evict_first|eviction (hint|priority)",
+         ("CachePolicy", "FractionalEvictionPolicy")),
     Term("Coalescing", "03", r"(?i)\bcoalesc"),
     Term("Sector", "03", r"(?i)\bsectors?\b"),
     Term("Vector width", "02", r"(?i)\bvector"),
