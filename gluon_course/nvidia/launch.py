@@ -54,6 +54,16 @@ def keep(cache: OrderedDict, key, value, most: int):
     return value
 
 
+def kept_descriptors(cache: OrderedDict, key: tuple, make):
+    """The descriptor set kept in ``cache`` under ``key`` (the operands' addresses), or the one ``make()`` builds,
+    kept: at most DESCRIPTORS_KEPT sets, the least recently used going first (lessons 32, 33, 34's plans)."""
+    found = cache.get(key)
+    if found is not None:
+        cache.move_to_end(key)
+        return found
+    return keep(cache, key, make(), DESCRIPTORS_KEPT)
+
+
 def host_descriptors(tensors, blocks, layouts) -> tuple:
     """One Gluon host TensorDescriptor per tensor, on an Address stand-in (the tensor's checks already ran)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor

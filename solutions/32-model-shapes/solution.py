@@ -558,15 +558,10 @@ class Plan:
 
     def descriptors_for(self, a, b, c):
         """The descriptors of the kernel's operands, kept by the three addresses, as lesson 31 keeps them."""
-        key = (a.data_ptr(), b.data_ptr(), c.data_ptr())
-        found = self.descriptors.get(key)
-        if found is not None:
-            self.descriptors.move_to_end(key)
-            return found
-        ka, kb, _, _ = operand_views(a, b, self.b_kn, self.swap_ab)
-        tensors = (ka, kb, c, kb, c)[:len(self.blocks)]
-        return kept.keep(self.descriptors, key, kept.host_descriptors(tensors, self.blocks, self.layouts),
-                         kept.DESCRIPTORS_KEPT)
+        def make():
+            ka, kb, _, _ = operand_views(a, b, self.b_kn, self.swap_ab)
+            return kept.host_descriptors((ka, kb, c, kb, c)[:len(self.blocks)], self.blocks, self.layouts)
+        return kept.kept_descriptors(self.descriptors, (a.data_ptr(), b.data_ptr(), c.data_ptr()), make)
 
     def scratch_for(self, device, stream: int):
         """Split-K's fp32 slices and per-tile counters (stream-K's: two fp32 tiles per program), one set per stream

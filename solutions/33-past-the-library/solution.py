@@ -544,14 +544,9 @@ class Plan:
 
     def descriptors_for(self, a, b, c):
         """A's, B's and C's descriptors, kept by the three addresses (at most DESCRIPTORS_KEPT sets)."""
-        key = (a.data_ptr(), b.data_ptr(), c.data_ptr())
-        found = self.descriptors.get(key)
-        if found is not None:
-            self.descriptors.move_to_end(key)
-            return found
-        tensors = (a, b if self.b_kn else b.t(), c)
-        return kept.keep(self.descriptors, key, kept.host_descriptors(tensors, self.blocks, self.layouts),
-                         kept.DESCRIPTORS_KEPT)
+        return kept.kept_descriptors(
+            self.descriptors, (a.data_ptr(), b.data_ptr(), c.data_ptr()),
+            lambda: kept.host_descriptors((a, b if self.b_kn else b.t(), c), self.blocks, self.layouts))
 
     def launch(self, a, b, c) -> None:
         descs = self.descriptors_for(a, b, c)

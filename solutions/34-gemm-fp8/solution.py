@@ -224,13 +224,8 @@ class Plan:
 
     def descriptors_for(self, a, w, c):
         """A's, W's and C's descriptors, kept by the three addresses (at most DESCRIPTORS_KEPT sets)."""
-        key = (a.data_ptr(), w.data_ptr(), c.data_ptr())
-        found = self.descriptors.get(key)
-        if found is not None:
-            self.descriptors.move_to_end(key)
-            return found
-        return kept.keep(self.descriptors, key, kept.host_descriptors((a, w, c), self.blocks, self.layouts),
-                         kept.DESCRIPTORS_KEPT)
+        return kept.kept_descriptors(self.descriptors, (a.data_ptr(), w.data_ptr(), c.data_ptr()),
+                                     lambda: kept.host_descriptors((a, w, c), self.blocks, self.layouts))
 
     def launch(self, a, w, a_scale, w_scale, c) -> None:
         descs = self.descriptors_for(a, w, c)
