@@ -565,14 +565,16 @@ class Plan:
 
 
 _PLANS = OrderedDict()
+# Each step's kernel, its configuration, and what C's box is of its tile's columns (step 3 stores halves).
+STEPS = {"pingpong": (pingpong_kernel, CONFIG, 1), "cluster": (cluster_kernel, CLUSTER_CONFIG, 1),
+         "subtile": (subtile_kernel, SUBTILE_CONFIG, 2)}
 
 
 def plan(step: str, a, b, c, programs=None, **config) -> Plan:
     """The kept plan of one step's kernel (``"pingpong"``, ``"cluster"`` or ``"subtile"``) for these arguments'
     signature (shapes, strides, dtypes, devices, 16-byte alignment of A, B and C), the configuration and
     ``programs``; built, with every check, the first time."""
-    kernel, defaults, c_split = {"pingpong": (pingpong_kernel, CONFIG, 1), "cluster": (cluster_kernel, CLUSTER_CONFIG, 1),
-                                 "subtile": (subtile_kernel, SUBTILE_CONFIG, 2)}[step]
+    kernel, defaults, c_split = STEPS[step]
     key = (step, kept.signature(a, b, c), tuple(sorted(config.items())), programs)
     found = _PLANS.get(key)
     if found is not None:
@@ -592,7 +594,7 @@ def plan(step: str, a, b, c, programs=None, **config) -> Plan:
 
 def _run(step: str, a, b, c, programs, config):
     """C = A·B by one step's kernel through its kept plan (``plan``); returns ``c``."""
-    defaults = {"pingpong": CONFIG, "cluster": CLUSTER_CONFIG, "subtile": SUBTILE_CONFIG}[step]
+    defaults = STEPS[step][1]
     if not all(isinstance(t, torch.Tensor) and t.is_cuda and t.dim() == 2 for t in (a, b) + ((c,) if c is not None
                                                                                               else ())):
         c = _prepare(a, b, c, programs, config, defaults)[0]     # the sentence for what is not a GPU matrix
