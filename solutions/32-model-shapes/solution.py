@@ -33,7 +33,7 @@ CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES
           "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0, "BLOCK_N2": 0, "W_FIRST": None}
 # W's copies with L2's evict_first priority (W_FIRST = 1): the lines they bring are the first a later allocation in L2
 # evicts, so the kernel's own W lines make room for what it loads next instead of lines that someone else left dirty
-# (do_bench's L2 overwrite, or the previous layer's output), which would have to be written back to HBM first.
+# (after do_bench's L2 overwrite, all of L2), which would have to be written back to HBM first.
 # W_FIRST = None: by the dispatch module's rule (1 for M ≤ 512).
 W_STREAMED = CachePolicy(l2=FractionalEvictionPolicy("evict_first", 1.0))
 
