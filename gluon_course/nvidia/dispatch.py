@@ -18,10 +18,12 @@ The rule for a shape the table lacks, in order:
 And for every shape, table or rule, unless its entry sets W_FIRST itself: W's copies carry L2's evict_first priority
 (W_FIRST = 1) when M ≤ 512 and the entry is not stream-K's (whose kernel takes no hint). On the H200 the hint took 1
 to 3 µs off do_bench's figure on each of six shapes with M from 16 to 512, by sparing the write-back of the lines
-do_bench's L2 overwrite leaves dirty (results/trials/nvidia-h200-2026-12-03-cache-policy.json). The recording of
-2026-12-03 that ran this rule found it slower at the output layer (1 × 128256 × 4096: 0.958× F.linear against 1.013×
-without the hint), which an entry's own W_FIRST = 0 can take back; above M = 512 no run has timed the hint.
+do_bench's L2 overwrite leaves dirty (results/trials/nvidia-h200-2026-12-03-cache-policy.json); above M = 512 W is
+read by many row blocks over a longer kernel, and no run has measured the hint there.
 """
+# (Lesson 32's notebook prints the rule above as recorded.) The recording of 2026-12-03 that ran the last rule found it
+# slower at the output layer (1 × 128256 × 4096: 0.958× F.linear against 1.013× without the hint); an entry's own
+# W_FIRST = 0 takes it back there (tools/gpu/tune_linear.py --space hint).
 from __future__ import annotations
 
 import json
