@@ -9,7 +9,7 @@ import torch
 from .device import require_gpu
 from .tensors import random_tensor
 
-# Big enough that one copy moves 2 GiB: about 40× the H200's 50 MB L2, so every run reads HBM.
+# Big enough that one copy moves 2 GiB: about 34× the 60 MiB of L2 the H200 reports, so every run reads HBM.
 L2_DEFEATING_BYTES = 1 << 30
 
 
