@@ -21,9 +21,12 @@ to 3 µs off do_bench's figure on each of six shapes with M from 16 to 512, by s
 do_bench's L2 overwrite leaves dirty (results/trials/nvidia-h200-2026-12-03-cache-policy.json); above M = 512 W is
 read by many row blocks over a longer kernel, and no run has measured the hint there.
 """
-# (Lesson 32's notebook prints the rule above as recorded.) The recording of 2026-12-03 that ran the last rule found it
-# slower at the output layer (1 × 128256 × 4096: 0.958× F.linear against 1.013× without the hint); an entry's own
-# W_FIRST = 0 takes it back there (tools/gpu/tune_linear.py --space hint).
+# (Lesson 32's notebook prints the rule above as recorded.) The recording of 2026-12-03 that first ran the last rule
+# (a7aad90e24) found it slower at the output layer (1 × 128256 × 4096: 0.958× F.linear against 1.013× without the
+# hint). The re-tune after it (tools/gpu/tune_linear.py --space hint, 2026-12-03) timed every entry with W_FIRST 0 and
+# 1: it wrote W_FIRST = 0 into the output layer's two decode entries and W_FIRST = 1 into two with M = 2048 (above the
+# rule's M ≤ 512, where the docstring's last sentence predates it), and the hint won on every other shape with
+# M ≤ 512; the recording at 836a37ba7d runs that table (1 × 128256 × 4096: 1.011×).
 from __future__ import annotations
 
 import json
