@@ -9,6 +9,10 @@ v9 at 8192³ (v10.3 687 TFLOPS against v9's 725); this asks whether the same ide
 A variant is (STAGES, C_SPLIT, SNAKE, CLUSTER_M): C_SPLIT 1 stores the 128 × 256 tile at once through one buffer (v9's
 epilogue), 2 as two 128 × 128 halves and 4 as four 128 × 64 quarters, each through one of C_BUFFERS buffers paced by
 ``tma.store_wait``. Not a lesson: if a variant wins it becomes lesson 33's step 4, with its checks and plants.
+
+Its one run (H200, 2026-12-03, commit 836a37ba7d; results/trials/nvidia-h200-2026-12-03-coop.json): every variant
+correct, none past v9 (sweep geomeans 0.998-1.011x cuBLAS). That commit held its own copies of lesson 33's
+``ordered_tile`` and ``store_subtile``; this file now takes them from lesson 33 (the same code, the same listings).
 """
 import json
 import statistics
@@ -17,8 +21,9 @@ import time
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                              warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+
+from gluon_course import load_solution
 
 BASE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "STAGES": 3, "GROUP_M": 8, "LOAD_REGS": 40,
         "C_SPLIT": 1, "C_BUFFERS": 1, "SNAKE": 0, "CLUSTER_M": 1}
@@ -34,18 +39,10 @@ VARIANTS = {
 }
 
 
-@gluon.jit
-def ordered_tile(tile, num_pid_m, num_pid_n, GROUP_M: gl.constexpr, SNAKE: gl.constexpr):
-    tiles_per_group = GROUP_M * num_pid_n
-    group = tile // tiles_per_group
-    first_pid_m = group * GROUP_M
-    group_rows = gl.minimum(num_pid_m - first_pid_m, GROUP_M)
-    row = (tile % tiles_per_group) % group_rows
-    col = (tile % tiles_per_group) // group_rows
-    if SNAKE:
-        row = row + (col % 2) * (group_rows - 1 - 2 * row)
-        col = col + (group % 2) * (num_pid_n - 1 - 2 * col)
-    return first_pid_m + row, col
+# Lesson 33's tile order (SNAKE 0: lesson 17's grouped order) and its paced subtile store, as they are there.
+_V10 = load_solution("33")
+ordered_tile = _V10.ordered_tile
+store_part = _V10.store_subtile
 
 
 @gluon.jit
@@ -87,15 +84,6 @@ def release(empty, b_empty, slot, pred, CLUSTER_M: gl.constexpr):
     mbarrier.arrive(empty.index(slot), pred=pred)
     if CLUSTER_M > 1:
         mbarrier.arrive(b_empty.index(slot), pred=pred)
-
-
-@gluon.jit
-def store_part(c_desc, c_smem, part, row, col, J: gl.constexpr, C_BUFFERS: gl.constexpr):
-    buffer = c_smem.index(J % C_BUFFERS)
-    tma.store_wait(C_BUFFERS - 1)
-    buffer.store(part.to(c_desc.dtype))
-    fence_async_shared()
-    tma.async_store(c_desc, [row, col], buffer)
 
 
 @gluon.jit
@@ -275,13 +263,12 @@ def gpu(out: str, sweep: bool) -> None:
     import torch
     import triton
 
-    from gluon_course import load_solution
     from gluon_course.grading import tma_gemm
     from gluon_course.measure.clocks import Sampler
     from gluon_course.measure.gemm import GEMM_SWEEP_SHAPES, check_gemm, gemm_inputs
     from gluon_course.measure.timing import graph_ms
 
-    v9, v10 = load_solution("19"), load_solution("33")
+    v9, v10 = load_solution("19"), _V10
     ours = {name: Launch({**BASE, **diff}) for name, diff in VARIANTS.items()}
     result = {"correct": {}, "timing": {}}
     shapes = tma_gemm.TMA_SHAPES + tma_gemm.MANY_TILES
