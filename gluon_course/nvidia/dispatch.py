@@ -25,8 +25,9 @@ read by many row blocks over a longer kernel, and no run has measured the hint t
 # (a7aad90e24) found it slower at the output layer (1 × 128256 × 4096: 0.958× F.linear against 1.013× without the
 # hint). The re-tune after it (tools/gpu/tune_linear.py --space hint, 2026-12-03) timed every entry with W_FIRST 0 and
 # 1: it wrote W_FIRST = 0 into the output layer's two decode entries and W_FIRST = 1 into two with M = 2048 (above the
-# rule's M ≤ 512, where the docstring's last sentence predates it), and the hint won on every other shape with
-# M ≤ 512; the recording at 836a37ba7d runs that table (1 × 128256 × 4096: 1.011×).
+# rule's M ≤ 512, where the docstring's last sentence predates it), and left the rule's choice everywhere else (at
+# M ≤ 512 the hint was the faster on all but 512 × 4096 × 14336, 2% slower there); the recording at 836a37ba7d runs
+# that table (1 × 128256 × 4096: 1.011×).
 from __future__ import annotations
 
 import json
