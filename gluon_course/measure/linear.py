@@ -91,13 +91,17 @@ def model_table(launch, against_triton=None, shapes=MODEL_SHAPES, pairs: int = 3
     return out
 
 
-def decode_roofline(launch, shapes=None) -> dict:
+def decode_roofline(launch, shapes=None, read=None) -> dict:
     """For the decode shapes (M ≤ 16): W's bytes over the kernel's time with L2 emptied before each call by reading
     another buffer (``cold_kernel_ms``), as a fraction of the device copy's bandwidth measured now; F.linear's
     beside it. Each row also holds both kernels timed after do_bench's way of emptying L2 (overwriting a buffer,
     which leaves L2's lines dirty for the kernel to write back: the ``*_write_flush`` keys), ours replayed with
     L2 kept (``warm_us``: below the cold time only if L2 held W, so a cold time near it would say the read left W
-    in L2), and a plain read of W by ``torch.sum`` timed as ours is (``stream_us``, ``stream_fraction``)."""
+    in L2), and a plain read of W by ``torch.sum`` timed as ours is (``stream_us``, ``stream_fraction``).
+
+    ``read(w)``, where given, builds a kernel that reads W's bytes and does nothing else (the NVIDIA lessons pass
+    ``nvidia.read_ceiling.reader``): timed as ours is, it is the ceiling at W's size (``read_us``, ``read_fraction``,
+    and ``of_read``: its time over ours, the share of that ceiling ours reaches)."""
     shapes = shapes or tuple(s for s in MODEL_SHAPES if s[0] <= 16)
     ceiling = copy_ceiling_tbs()
     rows = {}
@@ -121,11 +125,22 @@ def decode_roofline(launch, shapes=None) -> dict:
                                 "warm_us": round(1e3 * graph_ms(lambda: launch(a, b, c)), 2),
                                 "stream_us": round(1e3 * stream, 2), "stream_fraction": share(stream),
                                 "bench_us": round(1e3 * bench_ms(lambda: launch(a, b, c)), 2)}
+        if read is not None:
+            read_w = read(w)
+            read_w()
+            read_ms = cold_kernel_ms(read_w)
+            rows[f"{M}x{N}x{K}"].update({"read_us": round(1e3 * read_ms, 2), "read_fraction": share(read_ms),
+                                         "of_read": round(read_ms / ours, 4)})
+            del read_w
         del a, w, b, c
     worst = min(rows, key=lambda s: rows[s]["fraction"])
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)
-    return {"shapes": rows, "copy_tbs": round(ceiling, 3), "lowest": rows[worst]["fraction"], "lowest_shape": worst,
-            "lowest_write_flush": min(r["fraction_write_flush"] for r in rows.values()), "l2_mib": l2 / 2 ** 20}
+    out = {"shapes": rows, "copy_tbs": round(ceiling, 3), "lowest": rows[worst]["fraction"], "lowest_shape": worst,
+           "lowest_write_flush": min(r["fraction_write_flush"] for r in rows.values()), "l2_mib": l2 / 2 ** 20}
+    if read is not None:
+        out["read_fraction_at_lowest"] = rows[worst]["read_fraction"]
+        out["lowest_of_read"] = min(r["of_read"] for r in rows.values())
+    return out
 
 
 # -- a real client: one transformer block of an 8B-class model ------------------------------------------------------

@@ -423,16 +423,38 @@ def over_triton_measure(mod):
                        _details(run, ("worst_over_plain_triton", "geomean_over_plain_triton")))
 
 
-def roofline_measure(mod):
+@functools.lru_cache(maxsize=4)
+def _roofline_run(module_file: str) -> dict:
+    from gluon_course.course import load_module_file
     from gluon_course.measure.linear import decode_roofline
+    from gluon_course.nvidia.read_ceiling import reader
+
+    mod = load_module_file(module_file)
+    return decode_roofline(lambda a, b, c: mod.linear(a, b, c), read=reader)
+
+
+def roofline_measure(mod):
     from gluon_course.measure.timing import Measurement
 
-    run = decode_roofline(lambda a, b, c: mod.linear(a, b, c))
+    run = _roofline_run(mod.__file__)
     worst = run["shapes"][run["lowest_shape"]]
     return Measurement(run["lowest"], f"lowest {100 * run['lowest']:.0f}% of the copy's {run['copy_tbs']:.2f} TB/s "
                                       f"({run['lowest_shape']}: {worst['us']:.1f} µs; F.linear "
-                                      f"{100 * worst['f_linear_fraction']:.0f}%); after do_bench's overwrite, "
+                                      f"{100 * worst['f_linear_fraction']:.0f}%, a TMA read of W alone "
+                                      f"{100 * worst['read_fraction']:.0f}%); after do_bench's overwrite, "
                                       f"lowest {100 * run['lowest_write_flush']:.0f}%", run)
+
+
+def of_read_measure(mod):
+    from gluon_course.measure.timing import Measurement
+
+    run = _roofline_run(mod.__file__)
+    shape = min(run["shapes"], key=lambda s: run["shapes"][s]["of_read"])
+    row = run["shapes"][shape]
+    return Measurement(run["lowest_of_read"], f"lowest {100 * run['lowest_of_read']:.0f}% of a TMA read of W alone "
+                                              f"({shape}: {row['us']:.1f} µs against the read's {row['read_us']:.1f})",
+                       {"shapes": {s: {k: r[k] for k in ("us", "read_us", "of_read", "read_fraction")}
+                                   for s, r in run["shapes"].items()}})
 
 
 @functools.lru_cache(maxsize=4)
@@ -547,6 +569,12 @@ CHECKS = LessonChecks(
                            "shapes with M ≤ 16",
                            unit="of the copy's bandwidth (lowest)",
                            target=CourseTarget(0.85, None, "at least 85% of the memory roofline"))),
+        Figure("decode_of_read", "decode (M ≤ 16), lowest share of a read of W", of_read_measure,
+               Expectation(0.5, 1.2, "a read of W", "the kernel's time against a kernel that only reads W's "
+                           "bytes, timed the same way (nvidia.read_ceiling: W in [64, 128] boxes through a ring of "
+                           "four TMA slots, two programs an SM): the ceiling at W's own size, its launch and first "
+                           "copies' latency included; the read's time over the kernel's, the lowest over the ten "
+                           "shapes with M ≤ 16", unit="of a read of W (lowest)")),
         Figure("block_prefill", "block, 2048 tokens", block_measure(2048),
                Expectation(0.7, 1.5, "torch", "an 8B-class block (its attention projections and gated MLP), "
                            "torch's time over the time with its 7 linear layers swapped for linear(); interleaved "

@@ -10,7 +10,8 @@ Kernels timed (all Gluon, sm_90, compiled on the device's Triton 3.9.0):
   empty      one store per program: what a launch costs in this timing, with nothing read
   tma        W in [64, 128] boxes through a ring of STAGES shared-memory slots and TMA (as lesson 32's decode path
              copies it), PROGRAMS programs each reading one contiguous run of boxes; nothing but the final slot is read
-             from shared memory (one value a program is stored, so the copies have a consumer)
+             from shared memory (one value a program is stored, so the copies have a consumer). The kernel was this
+             file's when the trial ran; it is now gluon_course.nvidia.read_ceiling's, unchanged but for the name.
   tma+pdl    the same compiled with launch_pdl=True and a griddepcontrol.wait after the first STAGES copies: a
              kernel launched with programmatic stream serialization may start before the previous kernel (here the
              L2-emptying read) has finished; the copies of W, which nothing before writes, go first
@@ -28,50 +29,13 @@ import sys
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
-from triton.language.extra.cuda import gdc_wait
 
-BOX = (64, 128)          # lesson 32's decode tile of W: BLOCK_M 64 rows (swap-AB) × BLOCK_K 128
+from gluon_course.nvidia.read_ceiling import BOX, tma_read_kernel
 
 
 @gluon.jit
 def empty_kernel(out_ptr):
     gl.store(out_ptr + gl.program_id(0), 1.0)
-
-
-@gluon.jit
-def tma_stream_kernel(w_desc, out_ptr, boxes, boxes_per_row, STAGES: gl.constexpr, PDL: gl.constexpr):
-    BR: gl.constexpr = w_desc.block_shape[0]
-    BC: gl.constexpr = w_desc.block_shape[1]
-    pid = gl.program_id(0)
-    first = pid * boxes // gl.num_programs(0)
-    count = (pid + 1) * boxes // gl.num_programs(0) - first
-    ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BR, BC], w_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-    for s in gl.static_range(STAGES):
-        if s < count:
-            box = first + s
-            mbarrier.expect(ready.index(s), w_desc.block_type.nbytes)
-            tma.async_load(w_desc, [(box // boxes_per_row) * BR, (box % boxes_per_row) * BC], ready.index(s),
-                           ring.index(s))
-    if PDL:
-        gdc_wait()
-    for i in range(count):
-        slot = i % STAGES
-        mbarrier.wait(ready.index(slot), (i // STAGES) & 1)
-        nxt = i + STAGES
-        if nxt < count:
-            box = first + nxt
-            mbarrier.expect(ready.index(slot), w_desc.block_type.nbytes)
-            tma.async_load(w_desc, [(box // boxes_per_row) * BR, (box % boxes_per_row) * BC], ready.index(slot),
-                           ring.index(slot))
-    last = ring.index((count + STAGES - 1) % STAGES).load(gl.BlockedLayout([1, 8], [4, 8], [gl.num_warps(), 1],
-                                                                            [1, 0]))
-    gl.store(out_ptr + pid, gl.sum(gl.sum(last.to(gl.float32), axis=1), axis=0))
-    for s in gl.static_range(STAGES):
-        mbarrier.invalidate(ready.index(s))
 
 
 @gluon.jit
@@ -92,7 +56,7 @@ def tma_call(w, out, programs, stages, pdl):
     boxes_per_row = w.shape[1] // BOX[1]
     boxes = (w.shape[0] // BOX[0]) * boxes_per_row
     extra = {"launch_pdl": True} if pdl else {}
-    return lambda: tma_stream_kernel[(programs,)](desc, out, boxes, boxes_per_row, STAGES=stages, PDL=pdl,
+    return lambda: tma_read_kernel[(programs,)](desc, out, boxes, boxes_per_row, STAGES=stages, PDL=pdl,
                                                   num_warps=4, **extra)
 
 
