@@ -11,7 +11,7 @@ Kernels timed (all Gluon, sm_90, compiled on the device's Triton 3.9.0):
   tma        W in [64, 128] boxes through a ring of STAGES shared-memory slots and TMA (as lesson 32's decode path
              copies it), PROGRAMS programs each reading one contiguous run of boxes; nothing but the final slot is read
              from shared memory (one value a program is stored, so the copies have a consumer). The kernel was this
-             file's when the trial ran; it is now gluon_course.nvidia.read_ceiling's, unchanged but for the name.
+             file's when the trial ran; it is now gluon_course.nvidia.read_ceiling's, unchanged but for its name and PDL's default.
   tma+pdl    the same compiled with launch_pdl=True and a griddepcontrol.wait after the first STAGES copies: a
              kernel launched with programmatic stream serialization may start before the previous kernel (here the
              L2-emptying read) has finished; the copies of W, which nothing before writes, go first
