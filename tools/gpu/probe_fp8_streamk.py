@@ -1,0 +1,304 @@
+"""Issue 23's fp8 sweep, the one lever left untried: the last, partial wave of tiles. Lesson 34's kernel gives each of
+the H200's 132 programs whole 128 × 256 tiles in turn, and every sweep shape ends in a partial wave: 8192³ has 2048
+tiles (15.5 waves, so the last wave keeps 64 of 132 SMs busy), 8192 × 14336 × 4096 3584 (27.15), 8192 × 4096 × 14336
+1024 (7.76), 8192 × 6144 × 4096 1536 (11.64), 2048 × 4096 × 4096 256 (1.94). Each program runs ceil(waves) tiles
+while the average is the waves themselves: 2–3% of the GPU idles at the end of each of these calls.
+
+Stream-K (lesson 32, ``streamk_kernel``) shares the K steps of the last partial wave (STREAM_K = 1), or of it and one
+full wave before (STREAM_K = 2), evenly among the programs; a shared tile is finished by the last program to arrive
+at its counter, which adds the fp32 partials in program order (the same bits on every run). This probe is lesson 34's
+kernel with lesson 32's stream-K units: the same producer and consumers, the same scales, every helper taken from the
+two lessons as they are. Not a lesson: if it wins by more than a run's spread, it becomes lesson 34's last section.
+
+    python tools/gpu/probe_fp8_streamk.py --compile          CPU: each variant compiled for sm_90 (spills, shared memory)
+    python tools/gpu/probe_fp8_streamk.py OUT.json           GPU: correctness on odd shapes, then interleaved timings
+"""
+import json
+import statistics
+import sys
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, \
+    warpgroup_mma_wait
+
+from gluon_course import load_solution
+
+_FP8 = load_solution("34")
+_SK = load_solution("32")
+grouped_tile = _FP8.grouped_tile
+apply_scales = _FP8.apply_scales
+streamk_units = _SK.streamk_units
+streamk_unit = _SK.streamk_unit
+streamk_slot = _SK.streamk_slot
+share_partial = _SK.share_partial
+add_partials = _SK.add_partials
+
+# name -> (STREAM_K, config over lesson 34's CONFIG); STREAM_K 0 is lesson 34's own kernel through its launcher.
+VARIANTS = {
+    "lesson 34": (0, {}),
+    "stream-K 1": (1, {}),
+    "stream-K 2": (2, {}),
+}
+SHAPES = ((8192, 8192, 8192), (2048, 4096, 4096), (8192, 14336, 4096), (8192, 4096, 14336), (8192, 6144, 4096))
+ODD_SHAPES = ((129, 520, 208), (1000, 1032, 4096), (777, 2056, 1040), (2048, 4096, 4096))
+ROUNDS = 3
+
+
+@gluon.jit
+def sk_load(a_desc, w_desc, a_ring, w_ring, ready, empty, M, N, K, SK_TILES, STAGES: gl.constexpr,
+            GROUP_M: gl.constexpr):
+    """Lesson 34's producer, unit by unit of streamk_unit: the K steps [k0, k1) of each."""
+    BLOCK_M: gl.constexpr = a_desc.block_shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
+    BLOCK_N: gl.constexpr = w_desc.block_shape[0]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    programs = gl.num_programs(0)
+    step = 0
+    for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
+        tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
+                                                          GROUP_M)
+        for k in range(k0, k1):
+            slot = step % STAGES
+            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + w_desc.block_type.nbytes)
+            tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
+            tma.async_load(w_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), w_ring.index(slot))
+            step += 1
+
+
+@gluon.jit
+def sk_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout: gl.constexpr,
+             A_PER_ROW: gl.constexpr, W_PER_ROW: gl.constexpr):
+    """Lesson 34's epilogue: the scales, then C's tile by TMA."""
+    BLOCK_M: gl.constexpr = c_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_shape[1]
+    acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, A_PER_ROW,
+                       W_PER_ROW)
+    tma.store_wait(0)
+    c_smem.store(acc.to(c_desc.dtype))
+    fence_async_shared()
+    tma.async_store(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)
+
+
+@gluon.jit
+def sk_mma(c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, partial_ptr, flags_ptr, M, N, K,
+           SK_TILES, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr, A_PER_ROW: gl.constexpr,
+           W_PER_ROW: gl.constexpr):
+    """Lesson 34's consumers over stream-K's units: a tile had whole goes to C; a shared one's partial to its slot and
+    the tile's counter; the last to arrive adds the partials in program order, scales and stores C, resets the
+    counter."""
+    BLOCK_M: gl.constexpr = c_desc.block_shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_shape[1]
+    BLOCK_K: gl.constexpr = a_ring.shape[2]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    programs = gl.num_programs(0)
+    sk_steps = SK_TILES * k_tiles
+    step = 0
+    for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
+        tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
+                                                          GROUP_M)
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+        for k in range(k0, k1):
+            slot = step % STAGES
+            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
+            w = w_ring.index(slot).permute((1, 0))
+            acc = warpgroup_mma(a_ring.index(slot), w, acc, is_async=True)
+            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), w))
+            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > k0)
+            step += 1
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        if q0 == q1:
+            sk_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout, A_PER_ROW,
+                     W_PER_ROW)
+        else:
+            mine = streamk_slot(gl.program_id(0), tile, programs, sk_steps, k_tiles)
+            arrived = share_partial(acc, partial_ptr, flags_ptr, tile, mine, acc_layout)
+            if arrived == q1 - q0:
+                acc = add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M, BLOCK_N,
+                                   acc_layout)
+                sk_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout, A_PER_ROW,
+                         W_PER_ROW)
+                gl.atomic_xchg(flags_ptr + tile, 0, sem="relaxed", scope="gpu")
+    tma.store_wait(0)
+
+
+@gluon.jit(do_not_specialize=["M", "N", "K", "SK_TILES"])
+def streamk_fp8_kernel(a_desc, w_desc, c_desc, a_scale_ptr, w_scale_ptr, partial_ptr, flags_ptr, M, N, K, SK_TILES,
+                       BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr,
+                       STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, A_PER_ROW: gl.constexpr,
+                       W_PER_ROW: gl.constexpr):
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    w_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [BLOCK_M, BLOCK_N], c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    gl.warp_specialize([
+        (sk_mma, (c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, partial_ptr, flags_ptr, M,
+                  N, K, SK_TILES, STAGES, GROUP_M, acc_layout, A_PER_ROW, W_PER_ROW)),
+        (sk_load, (a_desc, w_desc, a_ring, w_ring, ready, empty, M, N, K, SK_TILES, STAGES, GROUP_M)),
+    ], [1], [LOAD_REGS])
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+
+
+def compiled(cfg=None, a_per_row=False, w_per_row=False):
+    """streamk_fp8_kernel compiled for sm_90 on the CPU, as the launcher below calls it."""
+    from gluon_course.machine import compile_cached, tensor_descriptor_type
+
+    cfg = {**_FP8.CONFIG, **(cfg or {})}
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+
+    def desc(dtype, gl_dtype, block):
+        return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(block, gl_dtype))
+
+    signature = {"a_desc": desc("fp8e4nv", gl.float8e4nv, [bm, bk]), "w_desc": desc("fp8e4nv", gl.float8e4nv, [bn, bk]),
+                 "c_desc": desc("bf16", gl.bfloat16, [bm, bn]), "a_scale_ptr": "*fp32", "w_scale_ptr": "*fp32",
+                 "partial_ptr": "*fp32", "flags_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32", "SK_TILES": "i32"}
+    constexprs = {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "GROUP_M", "LOAD_REGS")}
+    constexprs.update(_FP8.kernel_layouts(cfg["num_warps"], bn), A_PER_ROW=a_per_row, W_PER_ROW=w_per_row)
+    return compile_cached(streamk_fp8_kernel, "sm_90", signature=signature, constexprs=constexprs,
+                          aligned=("a_scale_ptr", "w_scale_ptr", "partial_ptr", "flags_ptr"),
+                          num_warps=cfg["num_warps"])
+
+
+class StreamKPlan:
+    """One shape's launch of streamk_fp8_kernel: descriptors, grid, SK_TILES and the scratch (two fp32 tiles per
+    program, one counter per tile, zero before and after every launch) made once; the kernel called through
+    lesson 34's kept launch (``gluon_course.nvidia.launch.KeptLaunch``), so the host's time per call is lesson 34's."""
+
+    def __init__(self, a, w, a_scale, w_scale, c, stream_k, cfg=None):
+        from gluon_course.nvidia import launch as kept
+        from gluon_course.nvidia.dispatch import streamk_grid
+        from gluon_course.nvidia.fp8 import require_fp8_linear_args
+
+        M, N, K, a_row, w_row = require_fp8_linear_args(a, w, a_scale, w_scale, c)
+        cfg = {**_FP8.CONFIG, **(cfg or {})}
+        self.num_warps = cfg.pop("num_warps")
+        bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+        blocks = ([bm, bk], [bn, bk], [bm, bn])
+        layouts = [gl.NVMMASharedLayout.get_default_for(b, d)
+                   for b, d in zip(blocks, (gl.float8e4nv, gl.float8e4nv, gl.bfloat16))]
+        self.descs = kept.host_descriptors((a, w, c), blocks, layouts)
+        tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+        self.programs, self.sk_tiles = streamk_grid(tiles, triton.cdiv(K, bk), sms, stream_k)
+        self.partial = torch.empty(2 * self.programs * bm * bn, dtype=torch.float32, device=a.device)
+        self.flags = torch.zeros(tiles, dtype=torch.int32, device=a.device)
+        constexprs = {**cfg, **_FP8.kernel_layouts(self.num_warps, bn), "A_PER_ROW": a_row, "W_PER_ROW": w_row}
+        self.rest = (a_scale, w_scale, self.partial, self.flags, M, N, K, self.sk_tiles,
+                     *(constexprs[name] for name in _FP8.CONSTEXPR_ORDER))
+        self.launcher = kept.KeptLaunch(streamk_fp8_kernel, self.num_warps)
+        self.stream = triton.runtime.driver.active.get_current_stream
+        self.device = a.device.index
+
+    def __call__(self):
+        self.launcher(self.programs, self.stream(self.device), self.descs, self.rest)
+
+
+def compile_report():
+    """CPU: every stream-K variant compiled for sm_90 (both scale kinds), its registers, spills and shared memory."""
+    from gluon_course.grading.gemm_kernel import fits
+
+    for a_row, w_row in ((False, False), (True, True)):
+        k = compiled(None, a_row, w_row)
+        problem = fits(k, _FP8.CONFIG["num_warps"], dict(_FP8.CONFIG))
+        print(f"per-row scales {a_row}: registers {k.resources.get('registers')}, spills {k.spills}, "
+              f"shared {k.shared_bytes} B: {problem or 'fits, no spills'}")
+
+
+def main(path):
+    from gluon_course.measure.device import free_cache
+    from gluon_course.measure.timing import bench_ms
+    from gluon_course.nvidia import fp8
+
+    out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+           "rounds": ROUNDS, "variants": {n: {"STREAM_K": v[0], **v[1]} for n, v in VARIANTS.items()},
+           "correct": {}, "shapes": {}}
+
+    def caller(name, a, w, sa, sw, c):
+        stream_k, cfg = VARIANTS[name]
+        if not stream_k:
+            return lambda: _FP8.matmul(a, w, sa, sw, c, **cfg)
+        return StreamKPlan(a, w, sa, sw, c, stream_k, cfg)
+
+    # Correctness first: odd shapes (tails past every tile edge), both scale kinds, C poisoned; each variant twice,
+    # the second call's bits equal to the first's (the counters reset, the sum in program order).
+    for M, N, K in ODD_SHAPES:
+        for per_row in (False, True):
+            a, w, sa, sw = fp8.fp8_inputs(M, N, K, per_row)
+            ref = fp8.reference(a, w, sa, sw)
+            allowed = fp8.allowed_error(ref, a, w, sa, sw)
+            for name in VARIANTS:
+                c = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+                try:
+                    fn = caller(name, a, w, sa, sw, c)
+                    fn()
+                    torch.cuda.synchronize()
+                    first = c.clone()
+                    problem = fp8.compare(c, ref, allowed)
+                    c.fill_(float("nan"))
+                    fn()
+                    torch.cuda.synchronize()
+                    if not problem and not torch.equal(c.view(torch.int16), first.view(torch.int16)):
+                        problem = "a second call gave other bits"
+                except Exception as e:  # noqa: BLE001 - a variant that fails is its entry
+                    problem = f"{type(e).__name__}: {str(e)[:300]}"
+                out["correct"].setdefault(name, {})[f"{M}x{N}x{K}{' per row' if per_row else ''}"] = problem or "ok"
+            del a, w, sa, sw, ref, allowed
+    json.dump(out, open(path, "w"), indent=1)
+    good = [n for n in VARIANTS if all(v == "ok" for v in out["correct"][n].values())]
+
+    for M, N, K in SHAPES:
+        a, w, sa, sw = fp8.fp8_inputs(M, N, K, False)
+        lib_c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+        library = lambda: fp8.scaled_mm(a, w, sa, sw, lib_c, True)  # noqa: E731
+        row, calls = {}, {}
+        for name in good:
+            c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+            calls[name] = caller(name, a, w, sa, sw, c)
+            calls[name]()
+            row[name] = {"kernel_ms": [], "library_ms": []}
+            if isinstance(calls[name], StreamKPlan):
+                row[name]["programs"], row[name]["sk_tiles"] = calls[name].programs, calls[name].sk_tiles
+        for _ in range(ROUNDS):
+            for name, fn in calls.items():
+                row[name]["kernel_ms"].append(bench_ms(fn))
+                row[name]["library_ms"].append(bench_ms(library))
+        for name in calls:
+            r = row[name]
+            r["ratios"] = [lib / k for k, lib in zip(r["kernel_ms"], r["library_ms"])]
+            r["ratio"] = statistics.median(r["ratios"])
+            r["tflops"] = 2 * M * N * K / (statistics.median(r["kernel_ms"]) * 1e-3) / 1e12
+        out["shapes"][f"{M}x{N}x{K}"] = row
+        json.dump(out, open(path, "w"), indent=1)
+        del a, w, sa, sw, lib_c, calls
+        free_cache()
+
+    for name, results in out["correct"].items():
+        bad = {s: p for s, p in results.items() if p != "ok"}
+        print(f"{name}: {'correct on every odd shape' if not bad else bad}")
+    print(f"{'shape':18}" + "".join(f"{n:>22}" for n in good))
+    for shape, row in out["shapes"].items():
+        print(f"{shape:18}" + "".join(f"{row[n]['ratio']:>15.3f} {row[n]['tflops']:6.0f}" for n in good))
+    for n in good:
+        ratios = [row[n]["ratio"] for s, row in out["shapes"].items() if s != "8192x8192x8192"]
+        print(f"{n}: sweep geomean {statistics.geometric_mean(ratios):.3f}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--compile"]:
+        compile_report()
+    else:
+        main(sys.argv[1])
