@@ -12,6 +12,7 @@ two lessons as they are. Not a lesson: if it wins by more than a run's spread, i
 
     python tools/gpu/probe_fp8_streamk.py --compile          CPU: each variant compiled for sm_90 (spills, shared memory)
     python tools/gpu/probe_fp8_streamk.py OUT.json           GPU: correctness on odd shapes, then interleaved timings
+    python tools/gpu/probe_fp8_streamk.py --diagnose OUT.json   GPU: where stream-K's time goes (timings only)
 """
 import json
 import statistics
@@ -36,12 +37,23 @@ streamk_slot = _SK.streamk_slot
 share_partial = _SK.share_partial
 add_partials = _SK.add_partials
 
-# name -> (STREAM_K, config over lesson 34's CONFIG); STREAM_K 0 is lesson 34's own kernel through its launcher.
+# name -> (STREAM_K, config over lesson 34's CONFIG, FIXUP); STREAM_K None is lesson 34's own kernel through its
+# launcher, 0 this file's kernel with no tile shared (every tile whole, as lesson 34's).
 VARIANTS = {
-    "lesson 34": (0, {}),
-    "stream-K 1": (1, {}),
-    "stream-K 2": (2, {}),
+    "lesson 34": (None, {}, 1),
+    "stream-K 1": (1, {}, 1),
+    "stream-K 2": (2, {}, 1),
 }
+# --diagnose: where stream-K's time goes (its first run: 0.64-0.94x lesson 34's kernel). FIXUP 0 drops the shared
+# tiles' partials (C wrong there, so no correctness step): what the partials' stores, counters and additions cost.
+DIAGNOSE = {
+    "lesson 34": (None, {}, 1),
+    "this kernel, no tile shared": (0, {}, 1),
+    "stream-K 1": (1, {}, 1),
+    "stream-K 1, no fixup": (1, {}, 0),
+    "stream-K 2, no fixup": (2, {}, 0),
+}
+DIAGNOSE_SHAPES = ((2048, 4096, 4096), (8192, 14336, 4096), (8192, 8192, 8192))
 SHAPES = ((8192, 8192, 8192), (2048, 4096, 4096), (8192, 14336, 4096), (8192, 4096, 14336), (8192, 6144, 4096))
 ODD_SHAPES = ((129, 520, 208), (1000, 1032, 4096), (777, 2056, 1040), (2048, 4096, 4096))
 ROUNDS = 3
@@ -88,10 +100,10 @@ def sk_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, 
 @gluon.jit
 def sk_mma(c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, partial_ptr, flags_ptr, M, N, K,
            SK_TILES, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr, A_PER_ROW: gl.constexpr,
-           W_PER_ROW: gl.constexpr):
+           W_PER_ROW: gl.constexpr, FIXUP: gl.constexpr):
     """Lesson 34's consumers over stream-K's units: a tile had whole goes to C; a shared one's partial to its slot and
     the tile's counter; the last to arrive adds the partials in program order, scales and stores C, resets the
-    counter."""
+    counter. FIXUP 0 (a diagnosis only, C wrong): a shared tile's partial is dropped, nothing stored or counted."""
     BLOCK_M: gl.constexpr = c_desc.block_shape[0]
     BLOCK_N: gl.constexpr = c_desc.block_shape[1]
     BLOCK_K: gl.constexpr = a_ring.shape[2]
@@ -118,7 +130,7 @@ def sk_mma(c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_pt
         if q0 == q1:
             sk_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout, A_PER_ROW,
                      W_PER_ROW)
-        else:
+        elif FIXUP:
             mine = streamk_slot(gl.program_id(0), tile, programs, sk_steps, k_tiles)
             arrived = share_partial(acc, partial_ptr, flags_ptr, tile, mine, acc_layout)
             if arrived == q1 - q0:
@@ -134,7 +146,7 @@ def sk_mma(c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_pt
 def streamk_fp8_kernel(a_desc, w_desc, c_desc, a_scale_ptr, w_scale_ptr, partial_ptr, flags_ptr, M, N, K, SK_TILES,
                        BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr,
                        STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, A_PER_ROW: gl.constexpr,
-                       W_PER_ROW: gl.constexpr):
+                       W_PER_ROW: gl.constexpr, FIXUP: gl.constexpr = 1):
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
     w_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, [BLOCK_M, BLOCK_N], c_desc.layout)
@@ -145,7 +157,7 @@ def streamk_fp8_kernel(a_desc, w_desc, c_desc, a_scale_ptr, w_scale_ptr, partial
         mbarrier.init(empty.index(s), count=1)
     gl.warp_specialize([
         (sk_mma, (c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, partial_ptr, flags_ptr, M,
-                  N, K, SK_TILES, STAGES, GROUP_M, acc_layout, A_PER_ROW, W_PER_ROW)),
+                  N, K, SK_TILES, STAGES, GROUP_M, acc_layout, A_PER_ROW, W_PER_ROW, FIXUP)),
         (sk_load, (a_desc, w_desc, a_ring, w_ring, ready, empty, M, N, K, SK_TILES, STAGES, GROUP_M)),
     ], [1], [LOAD_REGS])
     for s in gl.static_range(STAGES):
@@ -153,7 +165,7 @@ def streamk_fp8_kernel(a_desc, w_desc, c_desc, a_scale_ptr, w_scale_ptr, partial
         mbarrier.invalidate(empty.index(s))
 
 
-def compiled(cfg=None, a_per_row=False, w_per_row=False):
+def compiled(cfg=None, a_per_row=False, w_per_row=False, fixup=1):
     """streamk_fp8_kernel compiled for sm_90 on the CPU, as the launcher below calls it."""
     from gluon_course.machine import compile_cached, tensor_descriptor_type
 
@@ -167,7 +179,8 @@ def compiled(cfg=None, a_per_row=False, w_per_row=False):
                  "c_desc": desc("bf16", gl.bfloat16, [bm, bn]), "a_scale_ptr": "*fp32", "w_scale_ptr": "*fp32",
                  "partial_ptr": "*fp32", "flags_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32", "SK_TILES": "i32"}
     constexprs = {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "GROUP_M", "LOAD_REGS")}
-    constexprs.update(_FP8.kernel_layouts(cfg["num_warps"], bn), A_PER_ROW=a_per_row, W_PER_ROW=w_per_row)
+    constexprs.update(_FP8.kernel_layouts(cfg["num_warps"], bn), A_PER_ROW=a_per_row, W_PER_ROW=w_per_row,
+                      FIXUP=fixup)
     return compile_cached(streamk_fp8_kernel, "sm_90", signature=signature, constexprs=constexprs,
                           aligned=("a_scale_ptr", "w_scale_ptr", "partial_ptr", "flags_ptr"),
                           num_warps=cfg["num_warps"])
@@ -178,7 +191,7 @@ class StreamKPlan:
     program, one counter per tile, zero before and after every launch) made once; the kernel called through
     lesson 34's kept launch (``gluon_course.nvidia.launch.KeptLaunch``), so the host's time per call is lesson 34's."""
 
-    def __init__(self, a, w, a_scale, w_scale, c, stream_k, cfg=None):
+    def __init__(self, a, w, a_scale, w_scale, c, stream_k, cfg=None, fixup=1):
         from gluon_course.nvidia import launch as kept
         from gluon_course.nvidia.dispatch import streamk_grid
         from gluon_course.nvidia.fp8 import require_fp8_linear_args
@@ -193,12 +206,13 @@ class StreamKPlan:
         self.descs = kept.host_descriptors((a, w, c), blocks, layouts)
         tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
         sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        self.programs, self.sk_tiles = streamk_grid(tiles, triton.cdiv(K, bk), sms, stream_k)
+        self.programs, self.sk_tiles = (streamk_grid(tiles, triton.cdiv(K, bk), sms, stream_k) if stream_k
+                                        else (min(sms, tiles), 0))
         self.partial = torch.empty(2 * self.programs * bm * bn, dtype=torch.float32, device=a.device)
         self.flags = torch.zeros(tiles, dtype=torch.int32, device=a.device)
         constexprs = {**cfg, **_FP8.kernel_layouts(self.num_warps, bn), "A_PER_ROW": a_row, "W_PER_ROW": w_row}
         self.rest = (a_scale, w_scale, self.partial, self.flags, M, N, K, self.sk_tiles,
-                     *(constexprs[name] for name in _FP8.CONSTEXPR_ORDER))
+                     *(constexprs[name] for name in _FP8.CONSTEXPR_ORDER), fixup)
         self.launcher = kept.KeptLaunch(streamk_fp8_kernel, self.num_warps)
         self.stream = triton.runtime.driver.active.get_current_stream
         self.device = a.device.index
@@ -218,29 +232,29 @@ def compile_report():
               f"shared {k.shared_bytes} B: {problem or 'fits, no spills'}")
 
 
-def main(path):
+def main(path, variants=VARIANTS, shapes=SHAPES, odd_shapes=ODD_SHAPES):
     from gluon_course.measure.device import free_cache
     from gluon_course.measure.timing import bench_ms
     from gluon_course.nvidia import fp8
 
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "rounds": ROUNDS, "variants": {n: {"STREAM_K": v[0], **v[1]} for n, v in VARIANTS.items()},
+           "rounds": ROUNDS, "variants": {n: {"STREAM_K": v[0], **v[1], "FIXUP": v[2]} for n, v in variants.items()},
            "correct": {}, "shapes": {}}
 
     def caller(name, a, w, sa, sw, c):
-        stream_k, cfg = VARIANTS[name]
-        if not stream_k:
+        stream_k, cfg, fixup = variants[name]
+        if stream_k is None:
             return lambda: _FP8.matmul(a, w, sa, sw, c, **cfg)
-        return StreamKPlan(a, w, sa, sw, c, stream_k, cfg)
+        return StreamKPlan(a, w, sa, sw, c, stream_k, cfg, fixup)
 
     # Correctness first: odd shapes (tails past every tile edge), both scale kinds, C poisoned; each variant twice,
     # the second call's bits equal to the first's (the counters reset, the sum in program order).
-    for M, N, K in ODD_SHAPES:
+    for M, N, K in odd_shapes:
         for per_row in (False, True):
             a, w, sa, sw = fp8.fp8_inputs(M, N, K, per_row)
             ref = fp8.reference(a, w, sa, sw)
             allowed = fp8.allowed_error(ref, a, w, sa, sw)
-            for name in VARIANTS:
+            for name in variants:
                 c = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
                 try:
                     fn = caller(name, a, w, sa, sw, c)
@@ -258,9 +272,9 @@ def main(path):
                 out["correct"].setdefault(name, {})[f"{M}x{N}x{K}{' per row' if per_row else ''}"] = problem or "ok"
             del a, w, sa, sw, ref, allowed
     json.dump(out, open(path, "w"), indent=1)
-    good = [n for n in VARIANTS if all(v == "ok" for v in out["correct"][n].values())]
+    good = [n for n in variants if all(v == "ok" for v in out["correct"].get(n, {}).values())]
 
-    for M, N, K in SHAPES:
+    for M, N, K in shapes:
         a, w, sa, sw = fp8.fp8_inputs(M, N, K, False)
         lib_c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
         library = lambda: fp8.scaled_mm(a, w, sa, sw, lib_c, True)  # noqa: E731
@@ -300,5 +314,8 @@ def main(path):
 if __name__ == "__main__":
     if sys.argv[1:] == ["--compile"]:
         compile_report()
+    elif sys.argv[1] == "--diagnose":
+        # The variants that drop partials are timed without a correctness step; the others were checked in the first run.
+        main(sys.argv[2], DIAGNOSE, DIAGNOSE_SHAPES, ())
     else:
         main(sys.argv[1])
