@@ -13,6 +13,8 @@ two lessons as they are. Not a lesson: if it wins by more than a run's spread, i
     python tools/gpu/probe_fp8_streamk.py --compile          CPU: each variant compiled for sm_90 (spills, shared memory)
     python tools/gpu/probe_fp8_streamk.py OUT.json           GPU: correctness on odd shapes, then interleaved timings
     python tools/gpu/probe_fp8_streamk.py --diagnose OUT.json   GPU: where stream-K's time goes (timings only)
+    python tools/gpu/probe_fp8_streamk.py --fixup OUT.json      GPU: the fixup in parts (timings only)
+    python tools/gpu/probe_fp8_streamk.py one NAME M N K        GPU: one launch of FIXUPS[NAME] in NVTX range "probe"
 """
 import json
 import statistics
@@ -36,6 +38,7 @@ streamk_unit = _SK.streamk_unit
 streamk_slot = _SK.streamk_slot
 share_partial = _SK.share_partial
 add_partials = _SK.add_partials
+tile_offsets = _SK.tile_offsets
 
 # name -> (STREAM_K, config over lesson 34's CONFIG, FIXUP); STREAM_K None is lesson 34's own kernel through its
 # launcher, 0 this file's kernel with no tile shared (every tile whole, as lesson 34's).
@@ -54,6 +57,15 @@ DIAGNOSE = {
     "stream-K 2, no fixup": (2, {}, 0),
 }
 DIAGNOSE_SHAPES = ((2048, 4096, 4096), (8192, 14336, 4096), (8192, 8192, 8192))
+# --fixup: the fixup in parts (its second run: the fixup, not the units, is what stream-K loses).
+FIXUPS = {
+    "lesson 34": (None, {}, 1),
+    "stream-K 1": (1, {}, 1),
+    "stream-K 1, partials stored, counted, none read": (1, {}, 2),
+    "stream-K 1, partials stored only": (1, {}, 3),
+    "stream-K 1, no fixup": (1, {}, 0),
+}
+FIXUP_SHAPES = ((2048, 4096, 4096), (8192, 14336, 4096))
 SHAPES = ((8192, 8192, 8192), (2048, 4096, 4096), (8192, 14336, 4096), (8192, 4096, 14336), (8192, 6144, 4096))
 ODD_SHAPES = ((129, 520, 208), (1000, 1032, 4096), (777, 2056, 1040), (2048, 4096, 4096))
 ROUNDS = 3
@@ -103,7 +115,9 @@ def sk_mma(c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_pt
            W_PER_ROW: gl.constexpr, FIXUP: gl.constexpr):
     """Lesson 34's consumers over stream-K's units: a tile had whole goes to C; a shared one's partial to its slot and
     the tile's counter; the last to arrive adds the partials in program order, scales and stores C, resets the
-    counter. FIXUP 0 (a diagnosis only, C wrong): a shared tile's partial is dropped, nothing stored or counted."""
+    counter. FIXUP 1 is that; the others are diagnoses only (C wrong in the shared tiles): 0 drops a shared tile's
+    partial (nothing stored or counted), 2 stores and counts it and the last to arrive stores its own partial as C
+    (no partial read back), 3 stores it and nothing more (no counter, no C)."""
     BLOCK_M: gl.constexpr = c_desc.block_shape[0]
     BLOCK_N: gl.constexpr = c_desc.block_shape[1]
     BLOCK_K: gl.constexpr = a_ring.shape[2]
@@ -130,12 +144,16 @@ def sk_mma(c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_pt
         if q0 == q1:
             sk_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout, A_PER_ROW,
                      W_PER_ROW)
-        elif FIXUP:
+        elif FIXUP == 3:
+            mine = streamk_slot(gl.program_id(0), tile, programs, sk_steps, k_tiles)
+            gl.store(partial_ptr + mine * (BLOCK_M * BLOCK_N) + tile_offsets(BLOCK_M, BLOCK_N, acc_layout), acc)
+        elif FIXUP > 0:
             mine = streamk_slot(gl.program_id(0), tile, programs, sk_steps, k_tiles)
             arrived = share_partial(acc, partial_ptr, flags_ptr, tile, mine, acc_layout)
             if arrived == q1 - q0:
-                acc = add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M, BLOCK_N,
-                                   acc_layout)
+                if FIXUP == 1:
+                    acc = add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M, BLOCK_N,
+                                       acc_layout)
                 sk_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout, A_PER_ROW,
                          W_PER_ROW)
                 gl.atomic_xchg(flags_ptr + tile, 0, sem="relaxed", scope="gpu")
@@ -232,6 +250,23 @@ def compile_report():
               f"shared {k.shared_bytes} B: {problem or 'fits, no spills'}")
 
 
+def one(name, M, N, K):
+    from gluon_course.nvidia import fp8
+
+    stream_k, cfg, fixup = FIXUPS[name]
+    a, w, sa, sw = fp8.fp8_inputs(M, N, K, False)
+    c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+    fn = (lambda: _FP8.matmul(a, w, sa, sw, c, **cfg)) if stream_k is None else \
+        StreamKPlan(a, w, sa, sw, c, stream_k, cfg, fixup)
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("probe")
+    fn()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
 def main(path, variants=VARIANTS, shapes=SHAPES, odd_shapes=ODD_SHAPES):
     from gluon_course.measure.device import free_cache
     from gluon_course.measure.timing import bench_ms
@@ -314,6 +349,11 @@ def main(path, variants=VARIANTS, shapes=SHAPES, odd_shapes=ODD_SHAPES):
 if __name__ == "__main__":
     if sys.argv[1:] == ["--compile"]:
         compile_report()
+    elif sys.argv[1] == "--fixup":
+        main(sys.argv[2], FIXUPS, FIXUP_SHAPES, ())
+    elif sys.argv[1] == "one":
+        # one NAME M N K: warm up, then one launch inside the NVTX range "probe" (what ncu --nvtx-include probe/ sees)
+        one(" ".join(sys.argv[2:-3]), *map(int, sys.argv[-3:]))
     elif sys.argv[1] == "--diagnose":
         # The variants that drop partials are timed without a correctness step; the others were checked in the first run.
         main(sys.argv[2], DIAGNOSE, DIAGNOSE_SHAPES, ())
