@@ -10,6 +10,12 @@ at its counter, which adds the fp32 partials in program order (the same bits on 
 kernel with lesson 32's stream-K units: the same producer and consumers, the same scales, every helper taken from the
 two lessons as they are. Not a lesson: if it wins by more than a run's spread, it becomes lesson 34's last section.
 
+Its three runs (H200, 2026-12-03, commits c94c597fdb, 960a498ff1, d82f09d4b7; all in
+results/trials/nvidia-h200-2026-12-03-fp8-streamk.json): correct on the odd shapes, slower than lesson 34's kernel on
+every shape (0.64x torch._scaled_mm at 2048x4096x4096, 0.86-0.98x elsewhere, lesson 34's 0.98-1.02x); the fix-up's
+read-back of partials that went out to HBM is most of the loss, and with the fix-up dropped it only ties. Lesson 34's
+section 4 says so.
+
     python tools/gpu/probe_fp8_streamk.py --compile          CPU: each variant compiled for sm_90 (spills, shared memory)
     python tools/gpu/probe_fp8_streamk.py OUT.json           GPU: correctness on odd shapes, then interleaved timings
     python tools/gpu/probe_fp8_streamk.py --diagnose OUT.json   GPU: where stream-K's time goes (timings only)
