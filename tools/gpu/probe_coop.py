@@ -48,7 +48,8 @@ store_part = _V10.store_subtile
 
 @gluon.jit
 def coop_load(a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, STAGES: gl.constexpr,
-              GROUP_M: gl.constexpr, B_KN: gl.constexpr, SNAKE: gl.constexpr, CLUSTER_M: gl.constexpr):
+              GROUP_M: gl.constexpr, B_KN: gl.constexpr, SNAKE: gl.constexpr, CLUSTER_M: gl.constexpr,
+              MULTICAST: gl.constexpr):
     ROWS: gl.constexpr = a_desc.block_shape[0]                 # the cluster's rows (CLUSTER_M × BLOCK_M)
     BLOCK_K: gl.constexpr = a_desc.block_shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
@@ -67,7 +68,7 @@ def coop_load(a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, ST
             if CLUSTER_M > 1:                   # B's slot must be free in every CTA before the multicast fills it
                 mbarrier.wait(b_empty.index(slot), phase)
             b_at = [k * BLOCK_K, pid_n * BLOCK_N] if B_KN else [pid_n * BLOCK_N, k * BLOCK_K]
-            tma.async_load(b_desc, b_at, ready.index(slot), b_ring.index(slot), multicast=CLUSTER_M > 1)
+            tma.async_load(b_desc, b_at, ready.index(slot), b_ring.index(slot), multicast=MULTICAST)
             step += 1
 
 
@@ -131,8 +132,11 @@ def coop_mma(c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, M, N, K, STA
 def coop_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                 BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                 LOAD_REGS: gl.constexpr, B_KN: gl.constexpr, SNAKE: gl.constexpr, CLUSTER_M: gl.constexpr,
-                C_SPLIT: gl.constexpr, C_BUFFERS: gl.constexpr):
+                C_SPLIT: gl.constexpr, C_BUFFERS: gl.constexpr, MULTICAST: gl.constexpr = None):
+    """MULTICAST (None: CLUSTER_M > 1) False in a cluster: every CTA copies B's tile itself (probe_fp8_cluster asks
+    what Nsight Compute's L2 counters make of a multicast)."""
     gl.static_assert(gl.num_ctas() == CLUSTER_M, "launch with num_ctas=CLUSTER_M")
+    MC: gl.constexpr = CLUSTER_M > 1 if MULTICAST is None else MULTICAST
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, [C_BUFFERS] + c_desc.block_type.shape, c_desc.layout)
@@ -151,7 +155,7 @@ def coop_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: gl.constexpr, BLOCK_N:
         (coop_mma, (c_desc, a_ring, b_ring, c_smem, ready, empty, b_empty, M, N, K, STAGES, GROUP_M, acc_layout,
                     B_KN, SNAKE, CLUSTER_M, C_SPLIT, C_BUFFERS)),
         (coop_load, (a_desc, b_desc, a_ring, b_ring, ready, empty, b_empty, M, N, K, STAGES, GROUP_M, B_KN, SNAKE,
-                     CLUSTER_M)),
+                     CLUSTER_M, MC)),
     ], [1], [LOAD_REGS])
     if CLUSTER_M > 1:
         gl.barrier(cluster=True)
@@ -179,7 +183,7 @@ def blocks(cfg: dict, b_kn: bool):
 def constexprs(cfg: dict, b_kn: bool) -> dict:
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "GROUP_M", "LOAD_REGS", "SNAKE", "CLUSTER_M", "C_SPLIT",
             "C_BUFFERS")
-    return {**{k: cfg[k] for k in keys}, "acc_layout": layouts(cfg)["acc_layout"], "B_KN": b_kn}
+    return {**{k: cfg[k] for k in keys}, "acc_layout": layouts(cfg)["acc_layout"], "B_KN": b_kn, "MULTICAST": None}
 
 
 def compile_all() -> None:

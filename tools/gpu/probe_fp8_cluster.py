@@ -18,6 +18,8 @@ goes into lesson 34 with its scales, checks and plants.
     python tools/gpu/probe_fp8_cluster.py --compile     CPU: every variant compiled for sm_90
     python tools/gpu/probe_fp8_cluster.py OUT.json      GPU: correctness on odd shapes, then interleaved timings
     python tools/gpu/probe_fp8_cluster.py one NAME M N K   GPU: one launch in NVTX range "probe" (for ncu)
+    python tools/gpu/probe_fp8_cluster.py --counters OUT.json   GPU: COUNTED checked and timed at two shapes
+    OUT=$OUT bash tools/gpu/probe_fp8_counters.sh        GPU: that, and Nsight Compute's L2 counters for each
     OUT=$OUT bash tools/gpu/probe_fp8_cluster.sh         GPU: both, ncu on lesson 34's kernel and the cluster at 8192³
 """
 import importlib.util
@@ -45,6 +47,13 @@ VARIANTS = {
     "cluster 2, W multicast": {"CLUSTER_M": 2},
     "cluster 2, 4 slots, quarters x2": {"CLUSTER_M": 2, "STAGES": 4, "C_SPLIT": 4, "C_BUFFERS": 2},
 }
+# --counters: what Nsight Compute's L2 counters make of a multicast. The cluster with every CTA copying W's tile
+# itself (MULTICAST False: the same copies as no cluster, the cluster's barriers kept) beside the two above.
+COUNTED = {
+    "coop (lesson 34's tile)": {},
+    "cluster 2, W multicast": {"CLUSTER_M": 2},
+    "cluster 2, no multicast": {"CLUSTER_M": 2, "MULTICAST": False},
+}
 SHAPES = ((8192, 8192, 8192), (2048, 4096, 4096), (8192, 14336, 4096), (8192, 4096, 14336), (8192, 6144, 4096))
 ODD_SHAPES = ((129, 520, 208), (1000, 1032, 4096), (777, 2056, 1040), (300, 4096, 512))
 ROUNDS = 3
@@ -61,7 +70,8 @@ def layouts(cfg: dict) -> dict:
 def constexprs(cfg: dict) -> dict:
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "GROUP_M", "LOAD_REGS", "SNAKE", "CLUSTER_M", "C_SPLIT",
             "C_BUFFERS")
-    return {**{k: cfg[k] for k in keys}, "acc_layout": layouts(cfg)["acc_layout"], "B_KN": False}
+    return {**{k: cfg[k] for k in keys}, "acc_layout": layouts(cfg)["acc_layout"], "B_KN": False,
+            "MULTICAST": cfg.get("MULTICAST")}
 
 
 def blocks(cfg: dict):
@@ -73,7 +83,7 @@ def compile_all() -> None:
     from gluon_course.grading.gemm_kernel import fits
     from gluon_course.machine import compile_cached, tensor_descriptor_type
 
-    for name, diff in VARIANTS.items():
+    for name, diff in {**VARIANTS, **COUNTED}.items():
         cfg = {**BASE, **diff}
         lay = layouts(cfg)
         ac, wc = lay["ac_cga"] or None, lay["w_cga"] or None
@@ -133,7 +143,7 @@ class Launch:
         return c
 
 
-def main(path: str) -> None:
+def main(path: str, variants=VARIANTS, shapes=SHAPES) -> None:
     import torch
     import triton
 
@@ -142,9 +152,9 @@ def main(path: str) -> None:
     from gluon_course.nvidia import fp8
 
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "rounds": ROUNDS, "variants": {n: {**BASE, **d} for n, d in VARIANTS.items()}, "grid": {}, "correct": {},
+           "rounds": ROUNDS, "variants": {n: {**BASE, **d} for n, d in variants.items()}, "grid": {}, "correct": {},
            "shapes": {}}
-    ours = {name: Launch({**BASE, **diff}) for name, diff in VARIANTS.items()}
+    ours = {name: Launch({**BASE, **diff}) for name, diff in variants.items()}
     one = torch.ones(1, dtype=torch.float32, device="cuda")
     for M, N, K in ODD_SHAPES:
         a, w, _, _ = fp8.fp8_inputs(M, N, K, False)
@@ -165,7 +175,7 @@ def main(path: str) -> None:
     for fn in ours.values():
         fn.plans.clear()          # the odd shapes' plans: "grid" below reads each shape's own
 
-    for M, N, K in SHAPES:
+    for M, N, K in shapes:
         a, w, _, _ = fp8.fp8_inputs(M, N, K, False)
         lib_c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
         calls = {"lesson 34": (lambda c=torch.empty_like(lib_c): _FP8.matmul(a, w, one, one, c))}
@@ -202,7 +212,8 @@ def main(path: str) -> None:
         print(f"{shape:18}" + "".join(f"{row[n]['ratio']:>21.3f} {row[n]['tflops']:6.0f}" for n in names))
     for n in names:
         ratios = [row[n]["ratio"] for s, row in out["shapes"].items() if s != "8192x8192x8192"]
-        print(f"{n}: sweep geomean {statistics.geometric_mean(ratios):.3f}")
+        if len(ratios) > 1:
+            print(f"{n}: sweep geomean {statistics.geometric_mean(ratios):.3f}")
 
 
 def one(name: str, M: int, N: int, K: int) -> None:
@@ -215,7 +226,7 @@ def one(name: str, M: int, N: int, K: int) -> None:
     unit = torch.ones(1, dtype=torch.float32, device="cuda")
     c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
     fn = (lambda: _FP8.matmul(a, w, unit, unit, c)) if name == "lesson 34" else \
-        (lambda launch=Launch({**BASE, **VARIANTS[name]}): launch(a, w, c))
+        (lambda launch=Launch({**BASE, **{**VARIANTS, **COUNTED}[name]}): launch(a, w, c))
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -228,6 +239,8 @@ def one(name: str, M: int, N: int, K: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--compile"]:
         compile_all()
+    elif sys.argv[1] == "--counters":
+        main(sys.argv[2], COUNTED, ((8192, 8192, 8192), (2048, 4096, 4096)))
     elif sys.argv[1] == "one":
         one(" ".join(sys.argv[2:-3]), *map(int, sys.argv[-3:]))
     else:
