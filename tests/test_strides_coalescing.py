@@ -240,6 +240,26 @@ def test_parse_raw_page():
     assert ncu.parse_csv(RAW, ncu.METRICS) == {ncu.SECTORS: 2_097_152.0, ncu.REQUESTS: 524_288.0}
 
 
+def test_launches_table_joins_a_launchs_metric_sets_and_names_it(tmp_path):
+    """The probes' summary (``python -m gluon_course.measure.ncu --table``): one column per launch named from
+    steps.txt, the metrics of two runs on the same launch (two metric sets) joined, a run with no launch said so."""
+    head = LONG.splitlines()[3]
+    row = '"0","1","python3.12","h","{k}","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","m","{m}","{u}","{v}"'
+    (tmp_path / "ncu-1-1.csv").write_text("==PROF== noise\n" + head + "\n" +
+                                          row.format(k="coop_kernel", m="gpu__time_duration.sum", u="ns", v="720,670"))
+    (tmp_path / "ncu-1-2.csv").write_text(head + "\n" + row.format(k="coop_kernel", m="lts__t_sectors.sum",
+                                                                   u="Msector", v="119.23"))
+    (tmp_path / "ncu-2-1.csv").write_text("==WARNING== No kernels were profiled.\n")
+    (tmp_path / "steps.txt").write_text("probe rc=0\nncu 1-1 (no cluster) rc=0\nncu 1-2 (no cluster) rc=0\n"
+                                        "ncu 2-1 (cluster 2, W multicast) rc=1\n")
+    lines = ncu.launches_table(tmp_path)
+    assert lines[:2] == ["1: no cluster [coop_kernel]", "2: cluster 2, W multicast [no launch profiled]"]
+    table = {line.split()[0]: line.split()[1:] for line in lines[3:]}
+    assert table["gpu__time_duration.sum"] == ["7.2067e+05", "nan"]
+    assert float(table["lts__t_sectors.sum"][0]) == pytest.approx(119.23e6)
+    assert ncu.main(["--table", str(tmp_path)]) == 0
+
+
 def test_refused_counters_are_named():
     stderr = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
               "Counters on the target device 0.")

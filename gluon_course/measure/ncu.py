@@ -15,6 +15,7 @@ It needs a machine with an NVIDIA GPU, ``ncu`` on PATH (or in ``$CUDA_HOME/bin``
 performance counters; each of those missing gets its own error, saying what to do.
 
 Run as a module, this file is the profiled process:  ``python -m gluon_course.measure.ncu module:function [args...]``.
+``python -m gluon_course.measure.ncu --table FOLDER`` prints the launches of a probe's ncu runs (``launches_table``).
 """
 from __future__ import annotations
 
@@ -137,6 +138,53 @@ def parse_csv(text: str, metrics) -> dict[str, float]:
 _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
+def launch_metrics(text: str) -> dict[tuple[str, str], dict[str, float]]:
+    """Every launch of ncu's ``--csv`` output (one row per metric, the default page): {(ID, kernel name): {metric:
+    value}}, values scaled as ``parse_csv`` scales them; a value that is not a number is left out."""
+    rows = list(csv.reader(io.StringIO("\n".join(line for line in text.splitlines() if line.startswith('"')))))
+    found: dict[tuple[str, str], dict[str, float]] = {}
+    head = None
+    for row in rows:
+        if "Metric Name" in row and "Metric Value" in row:
+            head = row
+            continue
+        if head is None or len(row) != len(head):
+            continue
+        d = dict(zip(head, row))
+        value = _number(d["Metric Value"], d.get("Metric Unit", ""))
+        if value is not None:
+            found.setdefault((d.get("ID", ""), d.get("Kernel Name", "")), {})[d["Metric Name"]] = value
+    return found
+
+
+def launches_table(folder) -> list[str]:
+    """The tools/gpu probes' ncu runs as one table: a column per launch of every ``ncu-TAG.csv`` in ``folder``, a row
+    per metric. A launch is named by the line ``ncu TAG (NAME) rc=...`` of the folder's ``steps.txt``, else by TAG."""
+    folder = Path(folder)
+    names = {}
+    steps = folder / "steps.txt"
+    if steps.exists():
+        for line in steps.read_text().splitlines():
+            m = re.match(r"ncu (\S+) \((.*)\) rc=", line)
+            if m:
+                names[m.group(1)] = m.group(2)
+    columns: dict[str, dict[str, float]] = {}
+    for path in sorted(folder.glob("ncu-*.csv")):
+        tag = path.stem[4:]
+        launches = launch_metrics(path.read_text())
+        for (_, kernel), values in launches.items():
+            # one launch profiled by several runs (metric sets): its runs share a name, so their metrics join
+            columns.setdefault(f"{names.get(tag, tag)} [{kernel[:24]}]", {}).update(values)
+        if not launches:
+            columns.setdefault(f"{names.get(tag, tag)} [no launch profiled]", {})
+    metrics = sorted({m for values in columns.values() for m in values})
+    lines = [f"{i + 1}: {name}" for i, name in enumerate(columns)]
+    lines.append(f"{'metric':52}" + "".join(f"{i + 1:>14}" for i in range(len(columns))))
+    for m in metrics:
+        lines.append(f"{m[:52]:52}" + "".join(f"{v.get(m, float('nan')):>14.5g}" for v in columns.values()))
+    return lines
+
+
 def _number(text: str, unit: str = "") -> float | None:
     cleaned = text.strip().replace(",", "").replace(" ", "")
     try:
@@ -157,7 +205,11 @@ def _tail(text: str, lines: int = 12) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """The profiled process: import ``module:function`` and call it once with the remaining arguments."""
+    """The profiled process: import ``module:function`` and call it once with the remaining arguments (or, with
+    ``--table FOLDER``, print ``launches_table(FOLDER)``)."""
+    if len(argv) == 2 and argv[0] == "--table":
+        print("\n".join(launches_table(argv[1])))
+        return 0
     if not argv or ":" not in argv[0]:
         print("usage: python -m gluon_course.measure.ncu {package.module | path/to/file.py}:function [args...]",
               file=sys.stderr)

@@ -21,22 +21,5 @@ if command -v ncu > /dev/null; then
     echo "ncu $i ($who) rc=$?" | tee -a "$OUT/steps.txt"
   done
 fi
-python - "$OUT" <<'PY'
-import csv, glob, io, os, sys
-out = sys.argv[1]
-names = {l.split(" ", 2)[1]: l.split("(", 1)[1].rsplit(")", 1)[0] for l in open(os.path.join(out, "steps.txt"))
-         if l.startswith("ncu ")}
-print(f"{'launch':28} {'us':>8} {'L2 % peak':>9} {'L2 rd MiB (SMs)':>15} {'DRAM rd MiB':>11}")
-for path in sorted(glob.glob(os.path.join(out, "ncu-*.csv"))):
-    rows = list(csv.reader(io.StringIO("\n".join(l for l in open(path).read().splitlines() if l.startswith('"')))))
-    tag = names.get(os.path.basename(path)[4:-4], "?")
-    if not rows:
-        print(tag.ljust(28), "no rows"); continue
-    m = {}
-    for r in rows[1:]:
-        d = dict(zip(rows[0], r)); m[d["Metric Name"]] = float(d["Metric Value"].replace(",", ""))
-    print(tag[:28].ljust(28), f"{m['gpu__time_duration.sum'] / 1e3:8.1f}",
-          f"{m['lts__t_sectors.avg.pct_of_peak_sustained_elapsed']:9.1f}",
-          f"{m['lts__t_sectors_srcunit_tex_op_read.sum'] * 32 / 2**20:15.1f}", f"{m['dram__bytes_read.sum'] / 2**20:11.1f}")
-PY
+python -m gluon_course.measure.ncu --table "$OUT"     # a column per launch, a row per metric
 (cd "$OUT" && tar -czf logs.tgz *.csv *.err *.log *.txt 2>/dev/null && rm -f *.csv *.err *.log *.txt)

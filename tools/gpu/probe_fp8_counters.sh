@@ -28,24 +28,5 @@ if command -v ncu > /dev/null; then
     done
   done
 fi
-python - "$OUT" <<'PY'
-import csv, glob, io, os, sys
-out = sys.argv[1]
-names = {l.split(" ", 2)[1]: l.split("(", 1)[1].rsplit(")", 1)[0] for l in open(os.path.join(out, "steps.txt"))
-         if l.startswith("ncu ")}
-per = {}
-for path in sorted(glob.glob(os.path.join(out, "ncu-*.csv"))):
-    tag = names.get(os.path.basename(path)[4:-4], "?")
-    rows = list(csv.reader(io.StringIO("\n".join(l for l in open(path).read().splitlines() if l.startswith('"')))))
-    for r in rows[1:]:
-        d = dict(zip(rows[0], r))
-        try:
-            per.setdefault(tag, {})[d["Metric Name"]] = float(d["Metric Value"].replace(",", ""))
-        except ValueError:
-            pass
-keys = sorted({k for m in per.values() for k in m})
-for k in keys:
-    print(f"{k[:52]:52}" + "".join(f"{per[t].get(k, float('nan')):>16.4g}" for t in per))
-print("columns:", " | ".join(per))
-PY
+python -m gluon_course.measure.ncu --table "$OUT"     # a column per launch, a row per metric
 (cd "$OUT" && tar -czf logs.tgz *.csv *.err *.log *.txt 2>/dev/null && rm -f *.csv *.err *.log *.txt)

@@ -24,26 +24,5 @@ if command -v ncu > /dev/null; then
 else
   echo "ncu not on PATH" | tee -a "$OUT/steps.txt"
 fi
-python - "$OUT" <<'PY'
-import csv, glob, io, os, sys
-out = sys.argv[1]
-names = {l.split(" ", 2)[1]: l.split("(", 1)[1].rsplit(")", 1)[0] for l in open(os.path.join(out, "steps.txt"))
-         if l.startswith("ncu ")}
-print(f"{'launch':50} {'us':>7} {'DRAM rd MiB':>11} {'DRAM wr MiB':>11} {'L2 rd MiB':>9} {'L2 wr MiB':>9} {'atom':>6}")
-for path in sorted(glob.glob(os.path.join(out, "ncu-*.csv"))):
-    text = open(path).read()
-    rows = list(csv.reader(io.StringIO("\n".join(l for l in text.splitlines() if l.startswith('"')))))
-    tag = names.get(os.path.basename(path)[4:-4], "?")
-    if not rows:
-        print(tag.ljust(50), "no rows"); continue
-    head, per = rows[0], {}
-    for r in rows[1:]:
-        d = dict(zip(head, r)); k = (d.get("ID"), d.get("Kernel Name", "")[:40])
-        per.setdefault(k, {})[d.get("Metric Name")] = d.get("Metric Value", "").replace(",", "")
-    for (_, name), m in per.items():
-        f = lambda key, scale=1.0: f"{float(m[key]) / scale:.1f}" if m.get(key) else "-"  # noqa: E731
-        print(tag[:50].ljust(50), f("gpu__time_duration.sum", 1e3).rjust(7), f("dram__bytes_read.sum", 2**20).rjust(11),
-              f("dram__bytes_write.sum", 2**20).rjust(11), f("lts__t_sectors_op_read.sum", 2**15).rjust(9),
-              f("lts__t_sectors_op_write.sum", 2**15).rjust(9), f("lts__t_sectors_op_atom.sum").rjust(6))
-PY
+python -m gluon_course.measure.ncu --table "$OUT"     # a column per launch, a row per metric
 (cd "$OUT" && tar -czf logs.tgz *.csv *.err *.log *.txt 2>/dev/null && rm -f *.csv *.err *.log *.txt)

@@ -19,23 +19,5 @@ for who in "ours@$TILE" "ours@$TILE,STREAM_K=1" "ours@$TILE,STREAM_K=2" ours; do
       > "$OUT/ncu-$i.csv" 2> "$OUT/ncu-$i.err"
   echo "ncu $i ($who) rc=$?" | tee -a "$OUT/steps.txt"
 done
-python - "$OUT" <<'PY'
-import csv, glob, io, os, sys
-out = sys.argv[1]
-names = {l.split(" ", 2)[1]: l.split("(", 1)[1].rsplit(")", 1)[0] for l in open(os.path.join(out, "steps.txt"))
-         if l.startswith("ncu ")}
-print(f"{'launch':62} {'kernel':16} {'us':>7} {'DRAM rd MiB':>11} {'DRAM wr MiB':>11} {'grid':>5}")
-for path in sorted(glob.glob(os.path.join(out, "ncu-*.csv"))):
-    tag = names.get(os.path.basename(path)[4:-4], "?")
-    rows = list(csv.reader(io.StringIO("\n".join(l for l in open(path).read().splitlines() if l.startswith('"')))))
-    per = {}
-    for r in rows[1:]:
-        d = dict(zip(rows[0], r)); per.setdefault((d["ID"], d["Kernel Name"][:16]), {})[d["Metric Name"]] = d["Metric Value"].replace(",", "")
-    if not per:
-        print(tag[:62].ljust(62), "no rows"); continue
-    for (_, name), m in per.items():
-        print(tag[:62].ljust(62), name.ljust(16), f"{float(m['gpu__time_duration.sum']) / 1e3:7.1f}",
-              f"{float(m['dram__bytes_read.sum']) / 2**20:11.1f}", f"{float(m['dram__bytes_write.sum']) / 2**20:11.1f}",
-              m.get("launch__grid_size", "-").rjust(5))
-PY
+python -m gluon_course.measure.ncu --table "$OUT"     # a column per launch, a row per metric
 (cd "$OUT" && tar -czf logs.tgz *.csv *.err *.txt 2>/dev/null && rm -f *.csv *.err *.txt)
