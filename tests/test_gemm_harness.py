@@ -317,3 +317,25 @@ def test_a_clock_change_during_a_measurement_moves_both_sides_of_a_pair():
     timed = Paired(kernel_ms=[2.0, 2.0, 2.4], ceiling_ms=[1.4, 1.4, 1.68])
     assert max(timed.ratios) - min(timed.ratios) < 1e-12
     assert timed.spread < 1e-12
+
+
+def test_paired_rounds_interleaves_every_candidate_with_the_ceiling():
+    """The probes' ranking (timing.paired_rounds): each round times the ceiling then each candidate, in turn; every
+    candidate gets one pair per round, and paired_row reports the pairs, their median ratio and the rate."""
+    from gluon_course.measure.timing import paired_rounds, paired_row
+
+    order, clock = [], iter([1.0, 2.0, 1.0, 0.5, 1.2, 2.0, 1.2, 0.6, 0.9, 2.0, 0.9, 0.4])
+
+    def bench(fn):
+        order.append(fn())
+        return next(clock)
+
+    got = paired_rounds({"slow": lambda: "slow", "fast": lambda: "fast"}, lambda: "library", rounds=3, bench=bench)
+    assert order == ["library", "slow", "library", "fast"] * 3
+    assert got["slow"].kernel_ms == [2.0, 2.0, 2.0] and got["slow"].ceiling_ms == [1.0, 1.2, 0.9]
+    assert got["fast"].ratios == [2.0, 2.0, 2.25]
+    row = paired_row(got["fast"], flop=2e12)
+    assert row["ratio"] == 2.0 and row["library_ms"] == [1.0, 1.2, 0.9]
+    assert row["tflops"] == pytest.approx(2e12 / 0.5e-3 / 1e12)
+    with pytest.raises(ValueError, match="at least 1"):
+        paired_rounds({}, lambda: None, rounds=0)

@@ -97,6 +97,28 @@ def paired_ms(kernel, ceiling, pairs: int = PAIRS) -> Paired:
     return Paired(k, c)
 
 
+def paired_rounds(kernels: dict, ceiling, rounds: int = PAIRS, bench=None) -> dict:
+    """``paired_ms`` for several kernels against one ceiling, interleaved: each round times every kernel in turn,
+    each right after a timing of the ceiling. Returns {name: Paired}. ``bench`` (default ``bench_ms``) times one
+    callable; the tools/gpu probes that rank candidates against a library use this."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, not {rounds}")
+    bench = bench or bench_ms
+    out = {name: Paired([], []) for name in kernels}
+    for _ in range(rounds):
+        for name, fn in kernels.items():
+            out[name].ceiling_ms.append(bench(ceiling))
+            out[name].kernel_ms.append(bench(fn))
+    return out
+
+
+def paired_row(paired: Paired, flop: float) -> dict:
+    """One candidate's entry in a probe's results: each timing, each pair's ratio, their median and the rate of the
+    median kernel time (``flop`` floating-point operations a call)."""
+    return {"kernel_ms": paired.kernel_ms, "library_ms": paired.ceiling_ms, "ratios": paired.ratios,
+            "ratio": paired.ratio, "tflops": flop / (paired.kernel * 1e-3) / 1e12}
+
+
 def tbs(bytes_moved: int, ms: float) -> float:
     """Terabytes per second (10**12 bytes) from bytes read + written and milliseconds."""
     return bytes_moved / (ms * 1e-3) / 1e12

@@ -148,7 +148,7 @@ def main(path: str, variants=VARIANTS, shapes=SHAPES) -> None:
     import triton
 
     from gluon_course.measure.device import free_cache
-    from gluon_course.measure.timing import bench_ms
+    from gluon_course.measure.timing import paired_rounds, paired_row
     from gluon_course.nvidia import fp8
 
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
@@ -186,16 +186,10 @@ def main(path: str, variants=VARIANTS, shapes=SHAPES) -> None:
         row = {}
         for name, fn in calls.items():
             fn()
-            row[name] = {"kernel_ms": [], "library_ms": []}
+            row[name] = {}
         out["grid"][f"{M}x{N}x{K}"] = {n: next(iter(ours[n].plans.values()))[1] for n in good}
-        for _ in range(ROUNDS):
-            for name, fn in calls.items():
-                row[name]["kernel_ms"].append(bench_ms(fn))
-                row[name]["library_ms"].append(bench_ms(library))
-        for name, r in row.items():
-            r["ratios"] = [lib / k for k, lib in zip(r["kernel_ms"], r["library_ms"])]
-            r["ratio"] = statistics.median(r["ratios"])
-            r["tflops"] = 2 * M * N * K / (statistics.median(r["kernel_ms"]) * 1e-3) / 1e12
+        for name, paired in paired_rounds(calls, library, ROUNDS).items():
+            row[name].update(paired_row(paired, 2 * M * N * K))
         out["shapes"][f"{M}x{N}x{K}"] = row
         json.dump(out, open(path, "w"), indent=1)
         del a, w, lib_c, calls

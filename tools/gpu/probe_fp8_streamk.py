@@ -275,7 +275,7 @@ def one(name, M, N, K):
 
 def main(path, variants=VARIANTS, shapes=SHAPES, odd_shapes=ODD_SHAPES):
     from gluon_course.measure.device import free_cache
-    from gluon_course.measure.timing import bench_ms
+    from gluon_course.measure.timing import paired_rounds, paired_row
     from gluon_course.nvidia import fp8
 
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
@@ -324,18 +324,11 @@ def main(path, variants=VARIANTS, shapes=SHAPES, odd_shapes=ODD_SHAPES):
             c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
             calls[name] = caller(name, a, w, sa, sw, c)
             calls[name]()
-            row[name] = {"kernel_ms": [], "library_ms": []}
+            row[name] = {}
             if isinstance(calls[name], StreamKPlan):
                 row[name]["programs"], row[name]["sk_tiles"] = calls[name].programs, calls[name].sk_tiles
-        for _ in range(ROUNDS):
-            for name, fn in calls.items():
-                row[name]["kernel_ms"].append(bench_ms(fn))
-                row[name]["library_ms"].append(bench_ms(library))
-        for name in calls:
-            r = row[name]
-            r["ratios"] = [lib / k for k, lib in zip(r["kernel_ms"], r["library_ms"])]
-            r["ratio"] = statistics.median(r["ratios"])
-            r["tflops"] = 2 * M * N * K / (statistics.median(r["kernel_ms"]) * 1e-3) / 1e12
+        for name, paired in paired_rounds(calls, library, ROUNDS).items():
+            row[name].update(paired_row(paired, 2 * M * N * K))
         out["shapes"][f"{M}x{N}x{K}"] = row
         json.dump(out, open(path, "w"), indent=1)
         del a, w, sa, sw, lib_c, calls

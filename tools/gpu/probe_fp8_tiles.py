@@ -1,14 +1,13 @@
 """Issue 23's fp8 sweep (lesson 34: 0.981x torch._scaled_mm, worst 0.961x at 8192x14336x4096 in the recording at
 8b255a468e), one GPU call of about two minutes: does another tile or tile order of the same kernel win at the sweep's
 shapes? Every candidate is lesson 34's matmul with a configuration forced, checked against the reference first (the
-bound of gluon_course.nvidia.fp8), then timed in ROUNDS interleaved rounds of (candidate, torch._scaled_mm) do_bench
+bound of gluon_course.nvidia.fp8), then timed in ROUNDS interleaved rounds of (torch._scaled_mm, candidate) do_bench
 pairs, per-tensor scales, use_fast_accum=True as the lesson's figures; the ratio is the library's time over the
 candidate's, median over the rounds.
 
     python tools/gpu/probe_fp8_tiles.py OUT.json
 """
 import json
-import statistics
 import sys
 
 CANDIDATES = {
@@ -28,7 +27,7 @@ def main(path):
 
     from gluon_course import load_solution
     from gluon_course.measure.device import free_cache
-    from gluon_course.measure.timing import bench_ms
+    from gluon_course.measure.timing import paired_rounds, paired_row
     from gluon_course.nvidia import fp8
 
     mod = load_solution("34")
@@ -52,17 +51,10 @@ def main(path):
                 row[name] = {"error": problem}
                 continue
             calls[name] = (lambda cfg=cfg, c=c: mod.matmul(a, w, sa, sw, c, **cfg))
-            row[name] = {"kernel_ms": [], "library_ms": []}
+            row[name] = {}
         del ref, allowed
-        for _ in range(ROUNDS):
-            for name, fn in calls.items():
-                row[name]["kernel_ms"].append(bench_ms(fn))
-                row[name]["library_ms"].append(bench_ms(library))
-        for name in calls:
-            r = row[name]
-            r["ratios"] = [lib / k for k, lib in zip(r["kernel_ms"], r["library_ms"])]
-            r["ratio"] = statistics.median(r["ratios"])
-            r["tflops"] = 2 * M * N * K / (statistics.median(r["kernel_ms"]) * 1e-3) / 1e12
+        for name, paired in paired_rounds(calls, library, ROUNDS).items():
+            row[name].update(paired_row(paired, 2 * M * N * K))
         out["shapes"][f"{M}x{N}x{K}"] = row
         json.dump(out, open(path, "w"), indent=1)
         del a, w, sa, sw, lib_c, calls
