@@ -339,3 +339,14 @@ def test_profile_launch_takes_a_file_path(tmp_path, monkeypatch):
     target.write_text("def launch(n):\n    print(int(n) * 2)\n")
     values = ncu.profile_launch(f"{target}:launch", ["16"], kernel="copy_2d_kernel", timeout=120)
     assert values[ncu.SECTORS] == 32.0
+
+
+def test_launch_in_range_warms_up_then_launches_once_inside_the_range(monkeypatch):
+    import torch
+
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: events.append("sync"))
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: events.append(f"push {name}"))
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: events.append("pop"))
+    ncu.launch_in_range(lambda: events.append("call"), warmups=2)
+    assert events == ["call", "call", "sync", "push probe", "call", "pop", "sync"]

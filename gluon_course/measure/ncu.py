@@ -138,6 +138,20 @@ def parse_csv(text: str, metrics) -> dict[str, float]:
 _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
+def launch_in_range(fn, warmups: int = 3, name: str = "probe") -> None:
+    """Call ``fn`` ``warmups`` times (compile, plan, warm), then once inside the NVTX range ``name``: the one launch
+    that ``ncu --nvtx --nvtx-include name/`` profiles (the tools/gpu probes' ``one`` commands)."""
+    import torch
+
+    for _ in range(warmups):
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push(name)
+    fn()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
 def launch_metrics(text: str) -> dict[tuple[str, str], dict[str, float]]:
     """Every launch of ncu's ``--csv`` output (one row per metric, the default page): {(ID, kernel name): {metric:
     value}}, values scaled as ``parse_csv`` scales them; a value that is not a number is left out."""

@@ -42,14 +42,9 @@ def _caller(who: str, M: int, N: int, K: int):
 
 
 def one(who: str, M: int, N: int, K: int) -> None:
-    call = _caller(who, M, N, K)
-    for _ in range(5):                                   # compile, plan, warm the launcher
-        call()
-    torch.cuda.synchronize()
-    torch.cuda.nvtx.range_push("probe")
-    call()
-    torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
+    from gluon_course.measure.ncu import launch_in_range
+
+    launch_in_range(_caller(who, M, N, K), warmups=5)    # compile, plan, warm the launcher
 
 
 def names(out: str) -> None:

@@ -214,6 +214,7 @@ def one(name: str, M: int, N: int, K: int) -> None:
     """Warm up one variant ("lesson 34" or a VARIANTS name), then one launch inside the NVTX range "probe"."""
     import torch
 
+    from gluon_course.measure.ncu import launch_in_range
     from gluon_course.nvidia import fp8
 
     a, w, _, _ = fp8.fp8_inputs(M, N, K, False)
@@ -221,13 +222,7 @@ def one(name: str, M: int, N: int, K: int) -> None:
     c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
     fn = (lambda: _FP8.matmul(a, w, unit, unit, c)) if name == "lesson 34" else \
         (lambda launch=Launch({**BASE, **{**VARIANTS, **COUNTED}[name]}): launch(a, w, c))
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    torch.cuda.nvtx.range_push("probe")
-    fn()
-    torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
+    launch_in_range(fn)
 
 
 if __name__ == "__main__":

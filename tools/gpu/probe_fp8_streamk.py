@@ -257,6 +257,7 @@ def compile_report():
 
 
 def one(name, M, N, K):
+    from gluon_course.measure.ncu import launch_in_range
     from gluon_course.nvidia import fp8
 
     stream_k, cfg, fixup = FIXUPS[name]
@@ -264,13 +265,7 @@ def one(name, M, N, K):
     c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
     fn = (lambda: _FP8.matmul(a, w, sa, sw, c, **cfg)) if stream_k is None else \
         StreamKPlan(a, w, sa, sw, c, stream_k, cfg, fixup)
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    torch.cuda.nvtx.range_push("probe")
-    fn()
-    torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
+    launch_in_range(fn)
 
 
 def main(path, variants=VARIANTS, shapes=SHAPES, odd_shapes=ODD_SHAPES):
