@@ -7,8 +7,8 @@ while the average is the waves themselves: 2–3% of the GPU idles at the end of
 Stream-K (lesson 32, ``streamk_kernel``) shares the K steps of the last partial wave (STREAM_K = 1), or of it and one
 full wave before (STREAM_K = 2), evenly among the programs; a shared tile is finished by the last program to arrive
 at its counter, which adds the fp32 partials in program order (the same bits on every run). This probe is lesson 34's
-kernel with lesson 32's stream-K units: the same producer and consumers, the same scales, every helper taken from the
-two lessons as they are. Not a lesson: if it wins by more than a run's spread, it becomes lesson 34's last section.
+kernel with lesson 32's stream-K units: lesson 32's stream-K producer and K loop as they are, lesson 34's scales and
+epilogue. Not a lesson: if it wins by more than a run's spread, it becomes lesson 34's last section.
 
 Its three runs (H200, 2026-12-03, commits c94c597fdb, 960a498ff1, d82f09d4b7; all in
 results/trials/nvidia-h200-2026-12-03-fp8-streamk.json): correct on the odd shapes, slower than lesson 34's kernel on
@@ -30,14 +30,12 @@ import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, \
-    warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from gluon_course import load_solution
 
 _FP8 = load_solution("34")
 _SK = load_solution("32")
-grouped_tile = _FP8.grouped_tile
 apply_scales = _FP8.apply_scales
 streamk_units = _SK.streamk_units
 streamk_unit = _SK.streamk_unit
@@ -45,6 +43,8 @@ streamk_slot = _SK.streamk_slot
 share_partial = _SK.share_partial
 add_partials = _SK.add_partials
 tile_offsets = _SK.tile_offsets
+unit_products = _SK.unit_products
+streamk_load_partition = _SK.streamk_load_partition
 
 # name -> (STREAM_K, config over lesson 34's CONFIG, FIXUP); STREAM_K None is lesson 34's own kernel through its
 # launcher, 0 this file's kernel with no tile shared (every tile whole, as lesson 34's).
@@ -75,30 +75,6 @@ FIXUP_SHAPES = ((2048, 4096, 4096), (8192, 14336, 4096))
 SHAPES = ((8192, 8192, 8192), (2048, 4096, 4096), (8192, 14336, 4096), (8192, 4096, 14336), (8192, 6144, 4096))
 ODD_SHAPES = ((129, 520, 208), (1000, 1032, 4096), (777, 2056, 1040), (2048, 4096, 4096))
 ROUNDS = 3
-
-
-@gluon.jit
-def sk_load(a_desc, w_desc, a_ring, w_ring, ready, empty, M, N, K, SK_TILES, STAGES: gl.constexpr,
-            GROUP_M: gl.constexpr):
-    """Lesson 34's producer, unit by unit of streamk_unit: the K steps [k0, k1) of each."""
-    BLOCK_M: gl.constexpr = a_desc.block_shape[0]
-    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
-    BLOCK_N: gl.constexpr = w_desc.block_shape[0]
-    num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
-    k_tiles = gl.cdiv(K, BLOCK_K)
-    programs = gl.num_programs(0)
-    step = 0
-    for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
-        tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
-                                                          GROUP_M)
-        for k in range(k0, k1):
-            slot = step % STAGES
-            mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + w_desc.block_type.nbytes)
-            tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(slot), a_ring.index(slot))
-            tma.async_load(w_desc, [pid_n * BLOCK_N, k * BLOCK_K], ready.index(slot), w_ring.index(slot))
-            step += 1
 
 
 @gluon.jit
@@ -136,17 +112,9 @@ def sk_mma(c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_pt
     for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
         tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
                                                           GROUP_M)
-        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
-        for k in range(k0, k1):
-            slot = step % STAGES
-            mbarrier.wait(ready.index(slot), (step // STAGES) & 1)
-            w = w_ring.index(slot).permute((1, 0))
-            acc = warpgroup_mma(a_ring.index(slot), w, acc, is_async=True)
-            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), w))
-            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > k0)
-            step += 1
-        acc = warpgroup_mma_wait(0, deps=(acc,))
-        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
+        # Lesson 32's K loop over the unit's steps: A K-major, W's N × K tile viewed K × N, no second strip.
+        acc, _, step = unit_products(a_ring, w_ring, w_ring, ready, empty, step, k0, k1, STAGES, acc_layout,
+                                     acc_layout, True, False, 0)
         if q0 == q1:
             sk_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout, A_PER_ROW,
                      W_PER_ROW)
@@ -182,7 +150,9 @@ def streamk_fp8_kernel(a_desc, w_desc, c_desc, a_scale_ptr, w_scale_ptr, partial
     gl.warp_specialize([
         (sk_mma, (c_desc, a_ring, w_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, partial_ptr, flags_ptr, M,
                   N, K, SK_TILES, STAGES, GROUP_M, acc_layout, A_PER_ROW, W_PER_ROW, FIXUP)),
-        (sk_load, (a_desc, w_desc, a_ring, w_ring, ready, empty, M, N, K, SK_TILES, STAGES, GROUP_M)),
+        # lesson 32's stream-K producer as it is: A K-major (A_KM), W N × K (B_KN False)
+        (streamk_load_partition, (a_desc, w_desc, a_ring, w_ring, ready, empty, M, N, K, SK_TILES, STAGES, GROUP_M,
+                                  True, False)),
     ], [1], [LOAD_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
