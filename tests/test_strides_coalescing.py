@@ -350,3 +350,16 @@ def test_launch_in_range_warms_up_then_launches_once_inside_the_range(monkeypatc
     monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: events.append("pop"))
     ncu.launch_in_range(lambda: events.append("call"), warmups=2)
     assert events == ["call", "call", "sync", "push probe", "call", "pop", "sync"]
+
+
+def test_kernel_events_keeps_kernels_only():
+    from gluon_course.measure.device import kernel_events
+
+    events = [{"cat": "cuda_runtime", "name": "cudaLaunchKernel", "dur": 3},
+              {"cat": "kernel", "name": "nvjet_sm90_tst_256x128", "dur": 41.5,
+               "args": {"grid": [132, 1, 1], "block": [384, 1, 1], "registers per thread": 168}},
+              {"cat": "kernel", "name": "second", "dur": 2}]
+    found = kernel_events(events)
+    assert [k["name"] for k in found] == ["nvjet_sm90_tst_256x128", "second"]
+    assert found[0]["grid"] == [132, 1, 1] and found[0]["registers per thread"] == 168
+    assert found[0]["shared memory"] is None and found[1]["us"] == 2

@@ -55,3 +55,35 @@ def free_cache() -> None:
     if has_gpu():
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+
+
+KERNEL_ARGS = ("grid", "block", "registers per thread", "shared memory", "blocks per SM")
+
+
+def kernel_events(trace_events: list) -> list[dict]:
+    """The GPU kernels in a chrome trace's events (torch.profiler's export): name, duration in µs and the launch's
+    grid, block, registers, shared memory and blocks per SM, in the trace's order."""
+    return [{"name": e.get("name"), "us": e.get("dur"), **{k: e.get("args", {}).get(k) for k in KERNEL_ARGS}}
+            for e in trace_events if e.get("cat") == "kernel"]
+
+
+def kernels_launched(fn, warmups: int = 3) -> list[dict]:
+    """The kernels one call of ``fn`` launches (``kernel_events`` of its torch.profiler trace), after ``warmups``
+    calls: what a library such as cuBLAS picked for a shape."""
+    import json
+    import os
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    require_gpu("kernels_launched")
+    for _ in range(warmups):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as folder:
+        trace = os.path.join(folder, "trace.json")
+        prof.export_chrome_trace(trace)
+        return kernel_events(json.load(open(trace)).get("traceEvents", []))

@@ -5,6 +5,7 @@ v9 at 8192³ (v10.3 687 TFLOPS against v9's 725); this asks whether the same ide
 
     python tools/gpu/probe_coop.py --compile                CPU: every variant compiled for sm_90 (shared memory, registers)
     python tools/gpu/probe_coop.py OUT.json [--sweep]       GPU: correctness on odd shapes, then interleaved timings
+    python tools/gpu/probe_coop.py OUT.json --sweep --wide  GPU: the same for lesson 33's kernels on 64 × 256 tiles
 
 A variant is (STAGES, C_SPLIT, SNAKE, CLUSTER_M): C_SPLIT 1 stores the 128 × 256 tile at once through one buffer (v9's
 epilogue), 2 as two 128 × 128 halves and 4 as four 128 × 64 quarters, each through one of C_BUFFERS buffers paced by
@@ -37,6 +38,16 @@ VARIANTS = {
     "coop 4 slots, quarters x2, snake": {"STAGES": 4, "C_SPLIT": 4, "C_BUFFERS": 2, "SNAKE": 1},
     "coop cluster 2, 3 slots": {"CLUSTER_M": 2},
     "coop cluster 2, 4 slots, quarters x2": {"CLUSTER_M": 2, "STAGES": 4, "C_SPLIT": 4, "C_BUFFERS": 2},
+}
+
+
+# --wide: lesson 33's own kernels (through its launchers) with a 64 × 256 tile a consumer, W's 256 columns as v9 has
+# them, in place of 128 × 128: the same 128 accumulator registers a thread and the same bytes of shared memory read per
+# product as v9's consumers. 4 slots of 40 KiB and two 64 × 256 C buffers are 224 KiB; in halves, 192 KiB.
+WIDE = {
+    "v10.1 64x256, 4 slots": ("pingpong", {"BLOCK_M": 64, "BLOCK_N": 256}),
+    "v10.3 64x256, 4 slots, snake": ("subtile", {"BLOCK_M": 64, "BLOCK_N": 256, "STAGES": 4}),
+    "v10.3 64x256, 4 slots, snake, G16": ("subtile", {"BLOCK_M": 64, "BLOCK_N": 256, "STAGES": 4, "GROUP_M": 16}),
 }
 
 
@@ -255,7 +266,7 @@ class Launch:
         return c
 
 
-def gpu(out: str, sweep: bool) -> None:
+def gpu(out: str, sweep: bool, wide: bool = False) -> None:
     import torch
     import triton
 
@@ -265,7 +276,11 @@ def gpu(out: str, sweep: bool) -> None:
     from gluon_course.measure.timing import graph_ms
 
     v9, v10 = load_solution("19"), _V10
-    ours = {name: Launch({**BASE, **diff}) for name, diff in VARIANTS.items()}
+    if wide:
+        steps = {"pingpong": v10.pingpong_matmul, "subtile": v10.subtile_matmul}
+        ours = {name: (lambda a, b, c, fn=steps[step], cfg=cfg: fn(a, b, c, **cfg)) for name, (step, cfg) in WIDE.items()}
+    else:
+        ours = {name: Launch({**BASE, **diff}) for name, diff in VARIANTS.items()}
     result = {"correct": {}, "timing": {}}
     shapes = tma_gemm.TMA_SHAPES + tma_gemm.MANY_TILES
     for name, fn in list(ours.items()):
@@ -322,4 +337,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--compile":
         compile_all()
     else:
-        gpu(sys.argv[1], "--sweep" in sys.argv)
+        gpu(sys.argv[1], "--sweep" in sys.argv, "--wide" in sys.argv)

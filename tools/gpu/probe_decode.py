@@ -15,9 +15,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -48,27 +46,13 @@ def one(who: str, M: int, N: int, K: int) -> None:
 
 
 def names(out: str) -> None:
-    from torch.profiler import ProfilerActivity, profile
-
+    from gluon_course.measure.device import kernels_launched
     from gluon_course.measure.gemm import MODEL_SHAPES
 
     found = {}
     for M, N, K in MODEL_SHAPES:
         a, w, _ = linear_inputs(M, N, K, seed=0)
-        for _ in range(3):
-            F.linear(a, w)
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            F.linear(a, w)
-            torch.cuda.synchronize()
-        with tempfile.TemporaryDirectory() as folder:
-            trace = os.path.join(folder, "trace.json")
-            prof.export_chrome_trace(trace)
-            events = json.load(open(trace)).get("traceEvents", [])
-        kernels = [{"name": e.get("name"), "us": e.get("dur"),
-                    **{k: e.get("args", {}).get(k) for k in ("grid", "block", "registers per thread",
-                                                             "shared memory", "blocks per SM")}}
-                   for e in events if e.get("cat") == "kernel"]
+        kernels = kernels_launched(lambda: F.linear(a, w))
         found[f"{M}x{N}x{K}"] = kernels
         print(f"{M}x{N}x{K}", " + ".join(f"{k['name'][:70]} grid {k['grid']}" for k in kernels), flush=True)
     json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "shapes": found},

@@ -79,15 +79,46 @@ def blocks(cfg: dict):
     return [rows, cfg["BLOCK_K"]], [cfg["BLOCK_N"], cfg["BLOCK_K"]], [rows, cfg["BLOCK_N"] // cfg["C_SPLIT"]]
 
 
-def compile_all() -> None:
+def compile_all(variants=None, make=None, base=BASE) -> None:
+    """Every variant compiled for sm_90 on the CPU: shared memory, registers, spills, the wgmma opcodes."""
     from gluon_course.grading.gemm_kernel import fits
-    from gluon_course.machine import compile_cached, tensor_descriptor_type
 
-    for name, diff in {**VARIANTS, **COUNTED}.items():
-        cfg = {**BASE, **diff}
-        lay = layouts(cfg)
+    make = make or Launch
+    for name, diff in (variants or {**VARIANTS, **COUNTED}).items():
+        launch = make({**base, **diff})
+        k = launch.compiled()
+        qgmma = {op: n for op, n in k.opcodes().items() if op.startswith(("QGMMA", "HGMMA"))}
+        print(f"{name:34s}: {k.shared_bytes} B shared, {k.registers} registers, "
+              f"{fits(k, launch.num_warps, launch.cfg) or 'fits, no spills'}; {qgmma}; multicast copies "
+              f"{k.opcodes().get('UTMALDG.2D.MULTICAST', 0)}", flush=True)
+
+
+class Launch:
+    """One variant's launch for one set of tensors: descriptors made once, the grid one program per SM (or the
+    clusters the GPU holds at once), launched through the course's kept launch. The kernel, its warps, constexprs
+    and blocks are the attributes and methods below (probe_fp8_pingpong.py's variants override them)."""
+    kernel = coop.coop_kernel
+    num_warps = NUM_WARPS
+
+    def __init__(self, cfg: dict):
+        self.cfg, self.plans = cfg, {}
+
+    def layouts(self) -> dict:
+        return layouts(self.cfg)
+
+    def constexprs(self) -> dict:
+        return constexprs(self.cfg)
+
+    def blocks(self):
+        return blocks(self.cfg)
+
+    def compiled(self):
+        """The variant compiled for sm_90 (on the CPU too)."""
+        from gluon_course.machine import compile_cached, tensor_descriptor_type
+
+        lay = self.layouts()
         ac, wc = lay["ac_cga"] or None, lay["w_cga"] or None
-        a_blk, w_blk, c_blk = blocks(cfg)
+        a_blk, w_blk, c_blk = self.blocks()
 
         def desc(dtype, gl_dtype, block, cga):
             return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(block, gl_dtype,
@@ -95,21 +126,10 @@ def compile_all() -> None:
 
         sig = {"a_desc": desc("fp8e4nv", gl.float8e4nv, a_blk, ac), "b_desc": desc("fp8e4nv", gl.float8e4nv, w_blk, wc),
                "c_desc": desc("bf16", gl.bfloat16, c_blk, ac), "M": "i32", "N": "i32", "K": "i32"}
-        options = {"num_ctas": cfg["CLUSTER_M"]} if cfg["CLUSTER_M"] > 1 else {}
-        k = compile_cached(coop.coop_kernel, "sm_90", signature=sig, constexprs=constexprs(cfg),
-                           aligned=("M", "N", "K"), num_warps=NUM_WARPS, **options)
-        qgmma = {op: n for op, n in k.opcodes().items() if op.startswith(("QGMMA", "HGMMA"))}
-        print(f"{name:34s}: {k.shared_bytes} B shared, {k.registers} registers, "
-              f"{fits(k, NUM_WARPS, cfg) or 'fits, no spills'}; {qgmma}; multicast copies "
-              f"{k.opcodes().get('UTMALDG.2D.MULTICAST', 0)}", flush=True)
-
-
-class Launch:
-    """One variant's launch for one set of tensors: descriptors made once, the grid one program per SM (or the
-    clusters the GPU holds at once), launched through the course's kept launch."""
-
-    def __init__(self, cfg: dict):
-        self.cfg, self.plans = cfg, {}
+        n = self.cfg.get("CLUSTER_M", 1)
+        options = {"num_ctas": n} if n > 1 else {}
+        return compile_cached(self.kernel, "sm_90", signature=sig, constexprs=self.constexprs(),
+                              aligned=("M", "N", "K"), num_warps=self.num_warps, **options)
 
     def __call__(self, a, w, c):
         import torch
@@ -121,29 +141,30 @@ class Launch:
         key = (a.data_ptr(), w.data_ptr(), c.data_ptr(), tuple(a.shape), tuple(w.shape))
         p = self.plans.get(key)
         if p is None:
-            cfg, lay = self.cfg, layouts(self.cfg)
+            cfg, lay = self.cfg, self.layouts()
             (M, K), N = a.shape, w.shape[0]
-            a_blk, w_blk, c_blk = blocks(cfg)
+            a_blk, w_blk, c_blk = self.blocks()
             descs = (tma_descriptor("a", a, a_blk, cga=lay["ac_cga"] or None),
                      tma_descriptor("w", w, w_blk, cga=lay["w_cga"] or None),
                      tma_descriptor("c", c, c_blk, cga=lay["ac_cga"] or None))
-            ce = constexprs(cfg)
+            ce = self.constexprs()
             values = {"M": M, "N": N, "K": K, **ce}
-            rest = tuple(values[n] for n in coop.coop_kernel.arg_names[3:])
-            n = cfg["CLUSTER_M"]
+            rest = tuple(values[n] for n in self.kernel.arg_names[3:])
+            n = cfg.get("CLUSTER_M", 1)
             options = {"num_ctas": n} if n > 1 else {}
             tiles = triton.cdiv(M, n * cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
             sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-            programs = (resident_clusters(coop.coop_kernel, (*descs, M, N, K),
-                                          {**ce, "num_warps": NUM_WARPS, **options}, n, a.device) if n > 1 else sms)
-            p = self.plans[key] = (kept.KeptLaunch(coop.coop_kernel, NUM_WARPS, **options), min(tiles, programs),
+            programs = (resident_clusters(self.kernel, (*descs, M, N, K),
+                                          {**ce, "num_warps": self.num_warps, **options}, n, a.device)
+                        if n > 1 else sms)
+            p = self.plans[key] = (kept.KeptLaunch(self.kernel, self.num_warps, **options), min(tiles, programs),
                                    descs, rest)
         launcher, grid, descs, rest = p
         launcher(grid, torch.cuda.current_stream().cuda_stream, descs, rest)
         return c
 
 
-def main(path: str, variants=VARIANTS, shapes=SHAPES) -> None:
+def main(path: str, variants=VARIANTS, shapes=SHAPES, make=None, base=BASE) -> None:
     import torch
     import triton
 
@@ -152,9 +173,10 @@ def main(path: str, variants=VARIANTS, shapes=SHAPES) -> None:
     from gluon_course.nvidia import fp8
 
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "rounds": ROUNDS, "variants": {n: {**BASE, **d} for n, d in variants.items()}, "grid": {}, "correct": {},
+           "rounds": ROUNDS, "variants": {n: {**base, **d} for n, d in variants.items()}, "grid": {}, "correct": {},
            "shapes": {}}
-    ours = {name: Launch({**BASE, **diff}) for name, diff in variants.items()}
+    make = make or Launch
+    ours = {name: make({**base, **diff}) for name, diff in variants.items()}
     one = torch.ones(1, dtype=torch.float32, device="cuda")
     for M, N, K in ODD_SHAPES:
         a, w, _, _ = fp8.fp8_inputs(M, N, K, False)
