@@ -266,7 +266,8 @@ class Launch:
         return c
 
 
-def gpu(out: str, sweep: bool, wide: bool = False) -> None:
+def gpu(out: str, sweep: bool, wide: bool = False, ours: dict | None = None) -> None:
+    """``ours``: name -> launch(a, b, c) to check and time instead of VARIANTS (probe_wide_tile.py's)."""
     import torch
     import triton
 
@@ -276,7 +277,9 @@ def gpu(out: str, sweep: bool, wide: bool = False) -> None:
     from gluon_course.measure.timing import graph_ms
 
     v9, v10 = load_solution("19"), _V10
-    if wide:
+    if ours is not None:
+        ours = dict(ours)
+    elif wide:
         steps = {"pingpong": v10.pingpong_matmul, "subtile": v10.subtile_matmul}
         ours = {name: (lambda a, b, c, fn=steps[step], cfg=cfg: fn(a, b, c, **cfg)) for name, (step, cfg) in WIDE.items()}
     else:
