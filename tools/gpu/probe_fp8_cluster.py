@@ -17,6 +17,7 @@ goes into lesson 34 with its scales, checks and plants.
 
     python tools/gpu/probe_fp8_cluster.py --compile     CPU: every variant compiled for sm_90
     python tools/gpu/probe_fp8_cluster.py OUT.json      GPU: correctness on odd shapes, then interleaved timings
+    python tools/gpu/probe_fp8_cluster.py --parity OUT.json    GPU: lesson 34 alone, 9 interleaved rounds a shape
     python tools/gpu/probe_fp8_cluster.py one NAME M N K   GPU: one launch in NVTX range "probe" (for ncu)
     python tools/gpu/probe_fp8_cluster.py --counters OUT.json   GPU: COUNTED checked and timed at two shapes
     OUT=$OUT bash tools/gpu/probe_fp8_counters.sh        GPU: that, and Nsight Compute's L2 counters for each
@@ -164,7 +165,7 @@ class Launch:
         return c
 
 
-def main(path: str, variants=VARIANTS, shapes=SHAPES, make=None, base=BASE) -> None:
+def main(path: str, variants=VARIANTS, shapes=SHAPES, make=None, base=BASE, rounds=ROUNDS) -> None:
     import torch
     import triton
 
@@ -173,7 +174,7 @@ def main(path: str, variants=VARIANTS, shapes=SHAPES, make=None, base=BASE) -> N
     from gluon_course.nvidia import fp8
 
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "rounds": ROUNDS, "variants": {n: {**base, **d} for n, d in variants.items()}, "grid": {}, "correct": {},
+           "rounds": rounds, "variants": {n: {**base, **d} for n, d in variants.items()}, "grid": {}, "correct": {},
            "shapes": {}}
     make = make or Launch
     ours = {name: make({**base, **diff}) for name, diff in variants.items()}
@@ -210,7 +211,7 @@ def main(path: str, variants=VARIANTS, shapes=SHAPES, make=None, base=BASE) -> N
             fn()
             row[name] = {}
         out["grid"][f"{M}x{N}x{K}"] = {n: next(iter(ours[n].plans.values()))[1] for n in good}
-        for name, paired in paired_rounds(calls, library, ROUNDS).items():
+        for name, paired in paired_rounds(calls, library, rounds).items():
             row[name].update(paired_row(paired, 2 * M * N * K))
         out["shapes"][f"{M}x{N}x{K}"] = row
         json.dump(out, open(path, "w"), indent=1)
@@ -252,6 +253,8 @@ if __name__ == "__main__":
         compile_all()
     elif sys.argv[1] == "--counters":
         main(sys.argv[2], COUNTED, ((8192, 8192, 8192), (2048, 4096, 4096)))
+    elif sys.argv[1] == "--parity":
+        main(sys.argv[2], {}, rounds=9)
     elif sys.argv[1] == "one":
         one(" ".join(sys.argv[2:-3]), *map(int, sys.argv[-3:]))
     else:
