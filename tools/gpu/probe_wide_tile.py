@@ -1,19 +1,26 @@
-"""Issue 23: cuBLASLt's own tile at 8192³, 128 × 320, in Gluon.
+"""Issue 23: cuBLASLt's own tile at 8192³, 320 × 128, in Gluon.
 
 torch.profiler names the kernel cuBLASLt runs at 8192³ (results/trials/nvidia-h200-2026-12-03-pingpong-fp8-wide-bf16-
 library-kernels.json): ``nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB`` for bf16 and ``nvjet_sm90_qqtst_320x128_128x3_
-1x2_h_bz_coopB`` for fp8, 384 threads (a producer and two consumer warpgroups), 188 636 bytes of shared memory for fp8.
-cuBLAS is column-major: its 320 × 128 tile of Cᵀ is a 128 × 320 tile of the row-major C, and its cluster of 1 × 2
-stacks two CTAs along our M. So the library gives each program 320 columns of C where lesson 19's kernel gives 256: a
-step copies 128 + 320 rows of operands for 128 × 320 products, 7% fewer bytes a product than 128 + 256 for 128 × 256.
+1x2_h_bz_coopB`` for fp8, 384 threads (a producer and two consumer warpgroups), 188 636 bytes of shared memory, 132
+CTAs as 66 clusters of 2. The name does not say which side of the row-major C the 320 runs along (cuBLAS is
+column-major, where C's sides swap); the bytes are the same either way, and this probe puts it along N, as 320 of W's
+rows: a step copies 128 + 320 rows of operands for 128 × 320 products, 7% fewer bytes a product than lesson 19's
+128 + 256 for 128 × 256.
 
 A tensor's sides are powers of two in Triton 3.9.0, so the tile is held as two: W's 320 rows come in two TMA copies
 (a 256-row box and a 64-row one, into two rings), each consumer warpgroup (64 rows) keeps two accumulators, 64 × 256
 and 64 × 64 (128 + 32 = 160 registers a thread), and issues two wgmma a step; C leaves in five 128 × 64 subtiles
 through one or two 16 KiB buffers. 3 slots of 16 + 32 + 8 KiB (bf16, 64 of K) or the same bytes for fp8 (128 of K)
-and one C buffer: 184 KiB, the library's 188 636 bytes give or take the barriers. ``CLUSTER_M`` 2 stacks two CTAs
-along M that share W's two copies by multicast, as the library's 1 × 2 does. Otherwise probe_coop's kernel (lesson
-19's consumers with lesson 33's tile order, paced subtile stores and cluster barriers).
+and one C buffer: 188 604 bytes compiled, 32 fewer than the library's. ``CLUSTER_M`` 2 stacks two CTAs along M that
+share W's two copies by multicast (the library's cluster is 1 × 2; along which side of C, its name does not say).
+Otherwise probe_coop's kernel (lesson 19's consumers with lesson 33's tile order, paced subtile stores and cluster
+barriers).
+
+Its run (H200, 2026-12-03, commit f1d947f56c; results/trials/nvidia-h200-2026-12-03-wide-tile-and-fp8-parity.json):
+every variant correct; at 8192³ 1.018-1.035x cuBLAS in bf16 (v9 1.051x in the same run) and 0.997-1.009x
+torch._scaled_mm in fp8 (lesson 34 1.021x); on the smaller shapes 0.77-0.86x, where 320 columns leave the last wave
+of tiles short (at 4096³, 32 × 13 = 416 tiles on 132 SMs, 3.15 waves) and the library runs a 256 × 128 tile.
 
     python tools/gpu/probe_wide_tile.py --compile        CPU: every variant compiled for sm_90, bf16 and fp8
     python tools/gpu/probe_wide_tile.py bf16 OUT.json    GPU: correct on odd shapes, the bf16 sweep beside v9, cuBLAS
