@@ -23,6 +23,7 @@ torch._scaled_mm in fp8 (lesson 34 1.021x); on the smaller shapes 0.77-0.86x, wh
 of tiles short (at 4096³, 32 × 13 = 416 tiles on 132 SMs, 3.15 waves) and the library runs a 256 × 128 tile.
 
     python tools/gpu/probe_wide_tile.py --compile        CPU: every variant compiled for sm_90, bf16 and fp8
+    python tools/gpu/probe_wide_tile.py --model          CPU: the kernels in the course's host model, exact
     python tools/gpu/probe_wide_tile.py bf16 OUT.json    GPU: correct on odd shapes, the bf16 sweep beside v9, cuBLAS
     python tools/gpu/probe_wide_tile.py fp8 OUT.json     GPU: correct on odd shapes, the fp8 sweep beside lesson 34
 """
@@ -32,7 +33,8 @@ import sys
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
 
 
 def _load(name):
@@ -44,7 +46,7 @@ def _load(name):
 
 coop = _load("probe_coop")
 cluster = _load("probe_fp8_cluster")
-ordered_tile, store_part, halves, release = coop.ordered_tile, coop.store_part, coop.halves, coop.release
+ordered_tile, halves, release = coop.ordered_tile, coop.halves, coop.release
 
 NUM_WARPS = 8
 WIDE, EXTRA = 256, 64               # W's 320 rows of a tile: a 256-row box and a 64-row one
@@ -96,6 +98,19 @@ def wide_load(a_desc, b_desc, b2_desc, a_ring, b_ring, b2_ring, ready, empty, b_
 
 
 @gluon.jit
+def store_sub(c_desc, c_smem, part, row, col, n, C_BUFFERS: gl.constexpr):
+    """The program's subtile number ``n`` (counted over all its tiles) through buffer n % C_BUFFERS. A tile has five
+    subtiles, an odd number, so the buffer cannot be the subtile's place in its tile (lesson 33's ``store_subtile``
+    takes that): with two buffers, a tile's first subtile would reuse the buffer its predecessor's last one is still
+    being stored from, past what ``store_wait(C_BUFFERS - 1)`` retires."""
+    buffer = c_smem.index(n % C_BUFFERS)
+    tma.store_wait(C_BUFFERS - 1)
+    buffer.store(part.to(c_desc.dtype))
+    fence_async_shared()
+    tma.async_store(c_desc, [row, col], buffer)
+
+
+@gluon.jit
 def wide_mma(c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, b_empty, M, N, K, STAGES: gl.constexpr,
              GROUP_M: gl.constexpr, acc_layout: gl.constexpr, acc2_layout: gl.constexpr, B_KN: gl.constexpr,
              SNAKE: gl.constexpr, CLUSTER_M: gl.constexpr, C_BUFFERS: gl.constexpr):
@@ -109,6 +124,7 @@ def wide_mma(c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, b_empty, M, 
     num_pid_n = gl.cdiv(N, BLOCK_N)
     k_tiles = gl.cdiv(K, BLOCK_K)
     step = 0
+    stored = 0                              # subtiles of C this program has stored: picks the next one's buffer
     for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
         pid_m, pid_n = ordered_tile(tile, num_pid_m, num_pid_n, GROUP_M, SNAKE)
         acc = gl.zeros([ROWS, B_COLS], gl.float32, layout=acc_layout)
@@ -132,11 +148,12 @@ def wide_mma(c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, b_empty, M, 
         left, right = halves(acc, ROWS, B_COLS)
         q0, q1 = halves(left, ROWS, B_COLS // 2)
         q2, q3 = halves(right, ROWS, B_COLS // 2)
-        store_part(c_desc, c_smem, q0, row, col, 0, C_BUFFERS)
-        store_part(c_desc, c_smem, q1, row, col + SUB_N, 1, C_BUFFERS)
-        store_part(c_desc, c_smem, q2, row, col + 2 * SUB_N, 2, C_BUFFERS)
-        store_part(c_desc, c_smem, q3, row, col + 3 * SUB_N, 3, C_BUFFERS)
-        store_part(c_desc, c_smem, acc2, row, col + 4 * SUB_N, 4, C_BUFFERS)
+        store_sub(c_desc, c_smem, q0, row, col, stored, C_BUFFERS)
+        store_sub(c_desc, c_smem, q1, row, col + SUB_N, stored + 1, C_BUFFERS)
+        store_sub(c_desc, c_smem, q2, row, col + 2 * SUB_N, stored + 2, C_BUFFERS)
+        store_sub(c_desc, c_smem, q3, row, col + 3 * SUB_N, stored + 3, C_BUFFERS)
+        store_sub(c_desc, c_smem, acc2, row, col + 4 * SUB_N, stored + 4, C_BUFFERS)
+        stored += 5
     tma.store_wait(0)
 
 
@@ -204,40 +221,99 @@ def constexprs(cfg: dict, fp8: bool, b_kn: bool) -> dict:
             **{k: cfg[k] for k in ("STAGES", "GROUP_M", "LOAD_REGS", "SNAKE", "CLUSTER_M", "C_BUFFERS")}}
 
 
-def compile_all() -> None:
+def compile_all(variants=None, make=None, base=BASE) -> None:
+    """Every variant compiled for sm_90 on the CPU (bf16 with both layouts of B, fp8 with W N × K): shared memory,
+    registers, spills, the wgmma opcodes. ``make(cfg, fp8)`` a Launch (probe_pingpong_strips.py passes its own)."""
     from gluon_course.grading.gemm_kernel import fits
-    from gluon_course.machine import compile_cached, tensor_descriptor_type
 
+    make = make or Launch
     for fp8 in (False, True):
-        for name, diff in VARIANTS.items():
-            cfg = config({**BASE, **diff}, fp8)
-            lay = layouts(cfg, fp8)
+        for name, diff in (variants or VARIANTS).items():
+            launch = make({**base, **diff}, fp8=fp8)
             for b_kn in ((False,) if fp8 else (True, False)):
-                ab = "fp8e4nv" if fp8 else "bf16"
-                gl_ab = gl.float8e4nv if fp8 else gl.bfloat16
-
-                def desc(dtype, gl_dtype, block, cga):
-                    return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(
-                        block, gl_dtype, cga_layout=cga or None))
-
-                a_blk, b_blk, b2_blk, c_blk = blocks(cfg, b_kn)
-                sig = {"a_desc": desc(ab, gl_ab, a_blk, lay["ac_cga"]), "b_desc": desc(ab, gl_ab, b_blk, lay["b_cga"]),
-                       "b2_desc": desc(ab, gl_ab, b2_blk, lay["b_cga"]),
-                       "c_desc": desc("bf16", gl.bfloat16, c_blk, lay["ac_cga"]), "M": "i32", "N": "i32", "K": "i32"}
-                options = {"num_ctas": cfg["CLUSTER_M"]} if cfg["CLUSTER_M"] > 1 else {}
-                k = compile_cached(wide_kernel, "sm_90", signature=sig, constexprs=constexprs(cfg, fp8, b_kn),
-                                   aligned=("M", "N", "K"), num_warps=NUM_WARPS, **options)
+                k = launch.compiled(b_kn)
                 gmma = {op: n for op, n in k.opcodes().items() if "GMMA" in op}
+                serial = any("serialized" in note for note in k.ptxas_notes())
                 print(f"{'fp8' if fp8 else 'bf16'} {name:32s} B {'K×N' if b_kn else 'N×K'}: {k.shared_bytes} B shared, "
-                      f"{k.registers} registers, {fits(k, NUM_WARPS, cfg) or 'fits, no spills'}; {gmma}", flush=True)
+                      f"{k.registers} registers, {fits(k, launch.num_warps, launch.cfg) or 'fits, no spills'}; {gmma}"
+                      f"{'; wgmma SERIALIZED' if serial else ''}", flush=True)
+
+
+def host_check(variants=None, make=None, base=BASE, shapes=((300, 264, 520), (129, 700, 72), (1, 8, 8)),
+               rule=None) -> bool:
+    """CPU: every variant's kernel run by the course's host model (gluon_course.model, one partition at a time at each
+    wait), bf16 with both layouts of B on a few programs, against the exact product; prints one line a variant.
+    ``rule(programs)``: a check of the programs' traces as well (probe_pingpong_strips: the consumers' turns)."""
+    from triton.experimental.gluon import language as gl
+
+    from gluon_course.model import ModelUnsupported, gemm as model_gemm
+    from gluon_course.model import run as run_kernel
+    from gluon_course.model.shims import HostTensorDescriptor
+
+    make = make or Launch
+    ok = True
+    for name, diff in (variants or VARIANTS).items():
+        launch = make({**base, **diff})
+        if launch.cfg.get("CLUSTER_M", 1) > 1:
+            print(f"{name:34s}: not modelled (the host model runs one CTA at a time)")
+            continue
+        for b_layout in ("row", "col"):
+            b_kn = b_layout == "row"
+
+            def run(a_buf, b_buf, c_buf, M, N, K, launch=launch, b_kn=b_kn):
+                descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+                         for buf, block in zip((a_buf, b_buf, b_buf, c_buf), launch.blocks(b_kn))]
+                tiles = -(-M // launch.cfg["BLOCK_M"]) * -(-N // launch.tile_n)
+                return run_kernel(launch.kernel, min(3, tiles), *descs, M, N, K, num_warps=launch.num_warps,
+                                  **launch.constexprs(b_kn))
+            try:
+                problem = model_gemm.check(run, shapes, b_layout=b_layout,
+                                           tile=(launch.cfg["BLOCK_M"], launch.tile_n), rule=rule)
+            except ModelUnsupported as e:
+                problem = f"not modelled: {e}"
+            ok = ok and problem is None
+            print(f"{name:34s} B {'K×N' if b_kn else 'N×K'}: {problem or 'exact, every element written once'}",
+                  flush=True)
+    return ok
 
 
 class Launch:
     """One variant's launch for one set of tensors (bf16 A·B with B either way, or fp8 A·Wᵀ), descriptors kept by the
-    addresses, the grid one program per SM (or the clusters the GPU holds at once)."""
+    addresses, the grid one program per SM (or the clusters the GPU holds at once). The kernel, its warps, its tile's
+    width and its boxes are the attributes and methods below (probe_pingpong_strips.py overrides them)."""
+    kernel, num_warps, tile_n = wide_kernel, NUM_WARPS, WIDE + EXTRA
 
     def __init__(self, cfg: dict, fp8: bool = False):
         self.fp8, self.cfg, self.plans = fp8, config(cfg, fp8), {}
+
+    def layouts(self) -> dict:
+        return layouts(self.cfg, self.fp8)
+
+    def blocks(self, b_kn: bool):
+        return blocks(self.cfg, b_kn)
+
+    def constexprs(self, b_kn: bool) -> dict:
+        return constexprs(self.cfg, self.fp8, b_kn)
+
+    def compiled(self, b_kn: bool):
+        """The variant compiled for sm_90 (on the CPU too)."""
+        from gluon_course.machine import compile_cached, tensor_descriptor_type
+
+        lay = self.layouts()
+        ab, gl_ab = ("fp8e4nv", gl.float8e4nv) if self.fp8 else ("bf16", gl.bfloat16)
+
+        def desc(dtype, gl_dtype, block, cga):
+            return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(
+                block, gl_dtype, cga_layout=cga or None))
+
+        a_blk, b_blk, b2_blk, c_blk = self.blocks(b_kn)
+        sig = {"a_desc": desc(ab, gl_ab, a_blk, lay["ac_cga"]), "b_desc": desc(ab, gl_ab, b_blk, lay["b_cga"]),
+               "b2_desc": desc(ab, gl_ab, b2_blk, lay["b_cga"]),
+               "c_desc": desc("bf16", gl.bfloat16, c_blk, lay["ac_cga"]), "M": "i32", "N": "i32", "K": "i32"}
+        n = self.cfg.get("CLUSTER_M", 1)
+        options = {"num_ctas": n} if n > 1 else {}
+        return compile_cached(self.kernel, "sm_90", signature=sig, constexprs=self.constexprs(b_kn),
+                              aligned=("M", "N", "K"), num_warps=self.num_warps, **options)
 
     def __call__(self, a, b, c):
         import torch
@@ -251,25 +327,26 @@ class Launch:
         key = (kept.signature(a, b, c), a.data_ptr(), b.data_ptr(), c.data_ptr())
         p = self.plans.get(key)
         if p is None:
-            cfg, lay = self.cfg, layouts(self.cfg, self.fp8)
+            cfg, lay = self.cfg, self.layouts()
             M, K = a.shape
             N = b.shape[0] if self.fp8 else b.shape[1]
             w = b if (self.fp8 or b_kn) else b.t()
-            a_blk, b_blk, b2_blk, c_blk = blocks(cfg, b_kn)
+            a_blk, b_blk, b2_blk, c_blk = self.blocks(b_kn)
             descs = (tma_descriptor("a", a, a_blk, cga=lay["ac_cga"] or None),
                      tma_descriptor("b", w, b_blk, cga=lay["b_cga"] or None),
                      tma_descriptor("b2", w, b2_blk, cga=lay["b_cga"] or None),
                      tma_descriptor("c", c, c_blk, cga=lay["ac_cga"] or None))
-            ce = constexprs(cfg, self.fp8, b_kn)
+            ce = self.constexprs(b_kn)
             values = {"M": M, "N": N, "K": K, **ce}
-            rest = tuple(values[n] for n in wide_kernel.arg_names[4:])
-            n = cfg["CLUSTER_M"]
+            rest = tuple(values[n] for n in self.kernel.arg_names[4:])
+            n = cfg.get("CLUSTER_M", 1)
             options = {"num_ctas": n} if n > 1 else {}
-            tiles = triton.cdiv(M, n * cfg["BLOCK_M"]) * triton.cdiv(N, WIDE + EXTRA)
+            tiles = triton.cdiv(M, n * cfg["BLOCK_M"]) * triton.cdiv(N, self.tile_n)
             sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-            programs = (resident_clusters(wide_kernel, (*descs, M, N, K), {**ce, "num_warps": NUM_WARPS, **options},
-                                          n, a.device) if n > 1 else sms)
-            p = self.plans[key] = (kept.KeptLaunch(wide_kernel, NUM_WARPS, **options), min(tiles, programs),
+            programs = (resident_clusters(self.kernel, (*descs, M, N, K),
+                                          {**ce, "num_warps": self.num_warps, **options}, n, a.device)
+                        if n > 1 else sms)
+            p = self.plans[key] = (kept.KeptLaunch(self.kernel, self.num_warps, **options), min(tiles, programs),
                                    descs, rest)
         launcher, grid, descs, rest = p
         launcher(grid, torch.cuda.current_stream().cuda_stream, descs, rest)
@@ -279,7 +356,11 @@ class Launch:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--compile"]:
         compile_all()
-    elif sys.argv[1] == "bf16":
-        coop.gpu(sys.argv[2], True, ours={n: Launch({**BASE, **d}) for n, d in VARIANTS.items()})
-    elif sys.argv[1] == "fp8":
-        cluster.main(sys.argv[2], VARIANTS, make=lambda cfg: Launch(cfg, fp8=True), base=BASE)
+    elif sys.argv[1:] == ["--model"]:
+        sys.exit(0 if host_check() else 1)
+    else:                                   # bf16|fp8 OUT.json [WORDS]: only the variants whose names contain WORDS
+        chosen = {n: d for n, d in VARIANTS.items() if " ".join(sys.argv[3:]) in n}
+        if sys.argv[1] == "bf16":
+            coop.gpu(sys.argv[2], True, ours={n: Launch({**BASE, **d}) for n, d in chosen.items()})
+        else:
+            cluster.main(sys.argv[2], chosen, make=lambda cfg: Launch(cfg, fp8=True), base=BASE)
