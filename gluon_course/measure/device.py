@@ -86,4 +86,5 @@ def kernels_launched(fn, warmups: int = 3) -> list[dict]:
     with tempfile.TemporaryDirectory() as folder:
         trace = os.path.join(folder, "trace.json")
         prof.export_chrome_trace(trace)
-        return kernel_events(json.load(open(trace)).get("traceEvents", []))
+        with open(trace) as f:
+            return kernel_events(json.load(f).get("traceEvents", []))

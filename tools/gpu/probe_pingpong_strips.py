@@ -10,6 +10,11 @@ against the 128 × 128 tile's 1/64 and the shared 128 × 256 tile's 1/85. C leav
 one 16 KiB buffer a consumer. 4 slots of 16 + 16 + 8 KiB (bf16, 64 of K; fp8 the same bytes at 128 of K) and the two
 buffers: 192 KiB.
 
+Its run (H200, 2026-12-03, commit 47fdb99d36; results/trials/nvidia-h200-2026-12-03-pingpong-strips.json): every
+variant correct; bf16 0.997-1.038x cuBLAS on the sweep's four shapes with N of 8192 or 16384 (v9 1.00-1.03x in the same
+run) and 0.69-0.92x on the other three; fp8 1.034-1.038x torch._scaled_mm at 8192³ (lesson 34 1.017x), its sweep
+geomeans 0.953-0.963x (lesson 34 0.985x).
+
     python tools/gpu/probe_pingpong_strips.py --compile        CPU: bf16 and fp8 compiled for sm_90
     python tools/gpu/probe_pingpong_strips.py --model          CPU: the kernel in the course's host model, exact
     python tools/gpu/probe_pingpong_strips.py bf16 OUT.json    GPU: odd shapes, then the bf16 sweep beside v9, cuBLAS

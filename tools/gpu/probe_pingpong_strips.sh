@@ -1,4 +1,4 @@
-# One GPU call (about 7 minutes), after `source .device/activate.sh`:
+# One GPU call (about 5 minutes), after `source .device/activate.sh`:
 #   OUT=$OUT bash tools/gpu/probe_pingpong_strips.sh
 # probe_pingpong_strips.py on fp8 (beside lesson 34 and torch._scaled_mm) and on bf16 (beside v9, v10.3 and cuBLAS),
 # then probe_wide_tile.py's "2 C buffers" variant again, its buffers now picked by a running count of subtiles.

@@ -18,9 +18,13 @@ Otherwise probe_coop's kernel (lesson 19's consumers with lesson 33's tile order
 barriers).
 
 Its run (H200, 2026-12-03, commit f1d947f56c; results/trials/nvidia-h200-2026-12-03-wide-tile-and-fp8-parity.json):
-every variant correct; at 8192³ 1.018-1.035x cuBLAS in bf16 (v9 1.051x in the same run) and 0.997-1.009x
-torch._scaled_mm in fp8 (lesson 34 1.021x); on the smaller shapes 0.77-0.86x, where 320 columns leave the last wave
-of tiles short (at 4096³, 32 × 13 = 416 tiles on 132 SMs, 3.15 waves) and the library runs a 256 × 128 tile.
+every variant correct on the GPU; at 8192³ 1.018x and 1.027x (cluster) cuBLAS in bf16 (v9 1.051x in the same run) and
+1.009x torch._scaled_mm in fp8 with and without the cluster (lesson 34 1.021x); on the smaller shapes 0.77-0.95x,
+where 320 columns leave the last wave of tiles short (at 4096³, 32 × 13 = 416 tiles on 132 SMs, 3.15 waves) and the
+library runs a 256 × 128 tile. That commit's "2 C buffers" variant had a race the GPU check missed and ``--model``
+finds (five subtiles a tile through buffers picked by the subtile's place in its tile); ``store_sub`` now picks them
+by a running count. Fixed, it read 1.009x (bf16) and 1.013x (fp8) at 8192³ (commit 47fdb99d36,
+results/trials/nvidia-h200-2026-12-03-pingpong-strips.json).
 
     python tools/gpu/probe_wide_tile.py --compile        CPU: every variant compiled for sm_90, bf16 and fp8
     python tools/gpu/probe_wide_tile.py --model          CPU: the kernels in the course's host model, exact
