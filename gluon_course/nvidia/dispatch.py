@@ -321,3 +321,65 @@ def table_for(gpu_slug: str | None) -> DispatchTable:
         if path.exists():
             return DispatchTable.load(path)
     return DispatchTable()
+
+
+# -- The survey space: what the cost model is fitted on (tools/gpu/survey_linear.py) ---------------------------------
+# The tiles of the space above (stream-K left out: it lost on every shape it was timed on), with more ways to cut
+# small problems: K split up to 16 ways where a tile grid leaves most SMs idle (a 128 × 512 C is four 128 × 128
+# tiles), and swap-AB's activation columns cut to half or a quarter of M's power of two, split too.
+SURVEY_TILES = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 8), (128, 128, 64, 6, 4), (128, 128, 128, 3, 8),
+                (64, 128, 64, 6, 4), (64, 256, 64, 4, 4), (128, 64, 64, 8, 4), (64, 64, 64, 8, 4),
+                (64, 64, 64, 12, 4))
+SURVEY_WIDE = ((128, 128, 64, 64, 4, 8), (64, 128, 64, 64, 6, 4))
+SURVEY_SPLITS = (1, 2, 3, 4, 6, 8, 16)
+SURVEY_SWAP_RINGS = ((64, 8), (64, 12), (128, 4))
+# A split is surveyed only where the tiles are less than a wave, its units at most SURVEY_UNITS_WAVES waves, and
+# each slice at least SURVEY_MIN_SLICE K steps long (a shorter slice is all prologue and epilogue).
+SURVEY_UNITS_WAVES = 2
+SURVEY_MIN_SLICE = 2
+
+
+def _split_ok(tiles: int, split: int, k_steps: int, sms: int) -> bool:
+    if split == 1:
+        return True
+    return tiles < sms and tiles * split <= SURVEY_UNITS_WAVES * sms and k_steps >= split * SURVEY_MIN_SLICE
+
+
+def survey_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
+    """Every configuration the survey times for one shape (B as w.t()): the tiles of SURVEY_TILES and SURVEY_WIDE
+    (only those of 64 rows for M ≤ 32), each unsplit and split where ``_split_ok`` allows; for M ≤ 128, swap-AB with 64 or 128 rows of W a tile, the
+    activations' columns at M's power of two (at least 16) and, for M > 32, half and a quarter of it, each ring of
+    SURVEY_SWAP_RINGS that fits, split the same way. W's L2 hint is left to the rule (W_FIRST None)."""
+    found = []
+    for bm, bn, bk, stages, warps in SURVEY_TILES:
+        if M <= 32 and bm > 64:
+            continue                  # a tile of 128 rows for 32 rows or fewer: the 64-row tiles show what it costs
+        tiles, k_steps = _cdiv(M, bm) * _cdiv(N, bn), _cdiv(K, bk)
+        for split in SURVEY_SPLITS:
+            if _split_ok(tiles, split, k_steps, sms):
+                found.append({**BASE, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages,
+                              "num_warps": warps, "SPLIT_K": split})
+    for bm, bn, bn2, bk, stages, warps in SURVEY_WIDE:
+        if M <= 32 and bm > 64:
+            continue
+        if not _ring_fits(bm, bn + bn2, bk, stages, bm * (bn + bn2) * 2):
+            continue
+        tiles, k_steps = _cdiv(M, bm) * _cdiv(N, bn + bn2), _cdiv(K, bk)
+        for split in SURVEY_SPLITS:
+            if _split_ok(tiles, split, k_steps, sms):
+                found.append({**BASE, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_N2": bn2, "BLOCK_K": bk,
+                              "STAGES": stages, "num_warps": warps, "SPLIT_K": split})
+    if M <= 128:
+        width = max(16, 1 << max(0, (M - 1).bit_length()))
+        widths = [w for w in (width, width // 2, width // 4) if w >= 16] if M > 32 else [width]
+        for narrow in widths:
+            for rows in SWAP_ROWS:
+                tiles = _cdiv(N, rows) * _cdiv(M, narrow)
+                for block_k, stages in SURVEY_SWAP_RINGS:
+                    if not _ring_fits(rows, narrow, block_k, stages, rows * narrow * 2):
+                        continue
+                    for split in SURVEY_SPLITS:
+                        if _split_ok(tiles, split, _cdiv(K, block_k), sms):
+                            found.append({**BASE, "BLOCK_M": rows, "BLOCK_N": narrow, "BLOCK_K": block_k,
+                                          "STAGES": stages, "num_warps": 4, "SPLIT_K": split, "SWAP_AB": True})
+    return found

@@ -36,8 +36,9 @@ from triton.testing import do_bench
 
 from gluon_course import load_solution
 from gluon_course.measure.gemm import MODEL_SHAPES, compare_gemm, tolerance
+from gluon_course.measure.families import FAMILIES
 from gluon_course.nvidia.dispatch import (BASE, KEYS, SMS, candidates, deep_candidates, new_candidates,
-                                          wide_candidates)
+                                          survey_candidates, wide_candidates)
 
 def hint_candidates(entry_config: dict) -> list[dict]:
     """``--space hint``: the entry's own configuration with W's L2 hint off and on (W_FIRST 0 and 1, explicit), so
@@ -52,6 +53,7 @@ SPACES = {"new": new_candidates, "deep": deep_candidates, "wide": wide_candidate
 # W_FIRST None in a row: the dispatch rule's (1 for M ≤ 512); 0 or 1: set by the entry.
 ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB", "STREAM_K", "BLOCK_N2",
             "W_FIRST")
+SURVEY_REP = 10                  # do_bench's rep (ms) in a survey: thousands of timings, each of µs to a few ms
 BETTER_BY = 0.98                 # a re-tune's new configuration must be this fraction of the entry's time or less
 HOW = ("tools/gpu/tune_linear.py: candidates checked against an fp32 reference, then do_bench median (warmup 10 ms, "
        "rep 40 ms, L2 flushed), B = w.t() (W N × K)")
@@ -71,11 +73,11 @@ def parse_shapes(text: str) -> list:
     return shapes
 
 
-def us(fn) -> float:
-    return 1e3 * do_bench(fn, warmup=10, rep=40, return_mode="median")
+def us(fn, rep: int = 40) -> float:
+    return 1e3 * do_bench(fn, warmup=min(10, rep), rep=rep, return_mode="median")
 
 
-def time_candidates(lesson, M, N, K, configs) -> tuple:
+def time_candidates(lesson, M, N, K, configs, rep: int = 40) -> tuple:
     torch.manual_seed(M * 7 + N * 3 + K)
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
@@ -93,11 +95,11 @@ def time_candidates(lesson, M, N, K, configs) -> tuple:
             if problem:
                 row["failed"] = problem[:200]
             else:
-                row["us"] = round(us(lambda: f(a, b, c)), 2)
+                row["us"] = round(us(lambda: f(a, b, c), rep), 2)
         except Exception as e:  # noqa: BLE001 - a candidate that cannot run is recorded, never chosen
             row["failed"] = f"{type(e).__name__}: {str(e)[:200]}"
         timed.append(row)
-    lib = round(us(lambda: F.linear(a, w)), 2)
+    lib = round(us(lambda: F.linear(a, w), rep), 2)
     del a, w, b, ref
     return timed, lib
 
@@ -180,6 +182,46 @@ def retune(out, table_path, shapes, budget, lesson, sms, started, space="new"):
           f"{time.time() - started:.0f} s")
 
 
+def survey(out, lesson, sms, started, families, budget, rep=SURVEY_REP):
+    """``--survey``: every configuration of dispatch.survey_candidates on every shape of the named families
+    (gluon_course.measure.families), F.linear beside each shape three times, written to ``out`` after every shape
+    (a run cut short keeps what it timed). The cost model of lesson 32 is fitted on this file."""
+    data = {"provenance": {**provenance(started, sms), "how": HOW.replace("rep 40 ms", f"rep {rep} ms")
+                           + "; every configuration of dispatch.survey_candidates on the families' shapes; F.linear "
+                             "three times a shape (its median kept)"},
+            "sms": sms, "families": {}, "rows": []}
+    for name in families:
+        family = FAMILIES[name]
+        data["families"][name] = {"source": family.source, "tp": family.tp}
+        for M, N, K, projection in family.shapes():
+            if time.time() - started > budget:
+                data["provenance"].setdefault("left_for_time", []).append(f"{name}:{M}x{N}x{K}")
+                continue
+            timed, lib = time_candidates(lesson, M, N, K, survey_candidates(M, N, K, sms), rep)
+            libs = sorted([lib] + [round(us(lambda: F.linear(*_linear_inputs(M, N, K)), rep), 2) for _ in range(2)])
+            ok = [r for r in timed if "us" in r]
+            best = min(ok, key=lambda r: r["us"]) if ok else None
+            data["rows"].append({"family": name, "projection": projection, "M": M, "N": N, "K": K,
+                                 "f_linear_us": libs[1], "candidates": timed})
+            data["provenance"]["seconds"] = round(time.time() - started, 1)
+            json.dump(data, open(out, "w"), separators=(",", ":"))
+            print(f"{name:>16} {projection:>13} {M:>5}×{N:>6}×{K:>5}  best {best and best['us']:>9} µs  F.linear "
+                  f"{libs[1]:9.2f} µs  [{len(ok)} of {len(timed)} ran]  {time.time() - started:5.0f} s", flush=True)
+    print(f"wrote {out}: {len(data['rows'])} shapes in {time.time() - started:.0f} s")
+
+
+_INPUTS = {}
+
+
+def _linear_inputs(M, N, K):
+    """F.linear's inputs for one shape, made once (the survey times F.linear again after the candidates)."""
+    if (M, N, K) not in _INPUTS:
+        _INPUTS.clear()
+        _INPUTS[(M, N, K)] = (torch.randn(M, K, device="cuda", dtype=torch.bfloat16),
+                              torch.randn(N, K, device="cuda", dtype=torch.bfloat16))
+    return _INPUTS[(M, N, K)]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out")
@@ -190,7 +232,19 @@ def main(argv=None):
                    help="what a re-tune times beside each entry: everything the space gained since the first table "
                         "(new), only the deep rings added on 2026-12-02 (deep), only the wide tiles and narrow "
                         "swap-AB tiles (wide), or the entry itself with W's L2 hint off and on (hint)")
+    p.add_argument("--survey", help="comma-separated families of gluon_course.measure.families (or 'all'): time "
+                                     "every configuration of dispatch.survey_candidates on their shapes")
+    p.add_argument("--rep", type=int, default=SURVEY_REP, help="do_bench's rep (ms) in a survey")
     args = p.parse_args(argv)
+    if args.survey:
+        names = list(FAMILIES) if args.survey == "all" else args.survey.split(",")
+        unknown = [n for n in names if n not in FAMILIES]
+        if unknown:
+            raise SystemExit(f"--survey: unknown families {unknown}; the course has {', '.join(FAMILIES)}")
+        started = time.time()
+        survey(args.out, load_solution("32"), torch.cuda.get_device_properties(0).multi_processor_count, started,
+               names, args.budget, args.rep)
+        return
     if bool(args.merge) != bool(args.only):
         raise SystemExit("--merge and --only go together: the table to re-tune and the shapes to re-tune in it")
     shapes = parse_shapes(args.only) if args.only else None
