@@ -332,7 +332,7 @@ SURVEY_TILES = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 8), (128, 128, 64, 6, 4)
                 (64, 64, 64, 12, 4))
 SURVEY_WIDE = ((128, 128, 64, 64, 4, 8), (64, 128, 64, 64, 6, 4))
 SURVEY_SPLITS = (1, 2, 3, 4, 6, 8, 16)
-SURVEY_SWAP_RINGS = ((64, 8), (64, 12), (128, 4))
+SURVEY_SWAP_RINGS = ((64, 8), (128, 4), (128, 6))
 # A split is surveyed only where the tiles are less than a wave, its units at most SURVEY_UNITS_WAVES waves, and
 # each slice at least SURVEY_MIN_SLICE K steps long (a shorter slice is all prologue and epilogue).
 SURVEY_UNITS_WAVES = 2
