@@ -57,9 +57,9 @@ def _notebook(number: str) -> dict:
 @pytest.mark.parametrize("number", list(lessons()))
 def test_no_test_tool_word_in_what_a_learner_reads(number):
     problems = tool_words_in(_notebook(number))
-    assert not problems, (f"lesson {number}'s notebook names a test tool where a learner reads it (markdown, code shown, "
-                          "or printed text). Say what the reader needs without it; to keep nbval from comparing a "
-                          "cell's output, give the cell the tag nbval-ignore-output instead of a comment:\n"
+    assert not problems, (f"lesson {number}'s notebook names a test tool where a learner reads it (markdown, code "
+                          "shown, or printed text). Say what the reader needs without it; to keep nbval from comparing "
+                          "a cell's output, give the cell the tag nbval-ignore-output instead of a comment:\n"
                           + "\n".join(problems))
 
 
