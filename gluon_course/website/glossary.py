@@ -53,6 +53,11 @@ TERMS: tuple[Term, ...] = (
     Term("VGPR, AGPR, SGPR", "20", r"\b[VA]GPRs?\b"),
     Term("Occupancy", "04", r"(?i)\boccupancy\b"),
     Term("Spill, scratch", "10", r"(?i)\bspill"),
+    # -- compiling and timing
+    Term("constexpr", "01", r"\bconstexprs?\b"),
+    Term("Autotuning, triton.autotune", "01", r"(?i)\bautotun"),
+    Term("cuobjdump", "01", r"cuobjdump"),
+    Term("do_bench", "book/measuring", r"do_bench"),
     # -- layouts
     Term("Layout", "02", r"\blayouts?\b"),
     Term("BlockedLayout", "02", r"BlockedLayout", ("BlockedLayout",)),
@@ -69,6 +74,7 @@ TERMS: tuple[Term, ...] = (
          ("PaddedSharedLayout", "cdna4.compute_efficient_padded_shared_layout")),
     # -- memory
     Term("Global memory, HBM", "01", r"(?i)\bglobal memory\b|\bHBM\b"),
+    Term("Little's law", "13", r"Little's law"),
     Term("L2 cache", "17", r"\bL2\b"),
     Term("L2 eviction hint, cache policy", "32", r"evict_first|eviction (hint|priority)",
          ("CachePolicy", "FractionalEvictionPolicy")),
@@ -131,6 +137,9 @@ TERMS: tuple[Term, ...] = (
     Term("Ceiling", "book/measuring", r"(?i)\bceiling\b"),
     Term("Expected range, course target", "book/measuring", r"(?i)\bexpected range\b|\bcourse target\b"),
     Term("Provenance", "book/results", r"(?i)\bprovenance\b"),
+    Term("Poisoned and guarded output", "book/measuring", r"(?i)\bpoison"),
+    # A word for authors and instructors, never a lesson's (tests/test_no_test_tool_words.py keeps it out of them).
+    Term("nbval", "book/setup", r"(?i)\bnbval\b"),
     Term("Starter, solution", "01", r"\bstarter\b"),
 )
 
