@@ -56,6 +56,106 @@ def test_every_constant_names_where_it_comes_from():
     assert len(tm.LEAVES_OUT) >= 5
 
 
+# The passes LLVM's scheduling model gives each fp16/bf16 MFMA of the course's two targets, copied here from the files
+# the model cites (SISchedule.td's SIDPGFX950FullSpeedModel and SIDPGFX942FullSpeedModel in ROCm/llvm-project at
+# 37d9a345: 16X16X16 and 16X16X32 Write4PassMAI, 32X32X8 and 32X32X16 Write8PassMAI; llvm-mca's gfx950.s at 071dcd49
+# and gfx942-mfma.s at bf4aafd4 print the same 4.00 and 8.00), not from the model.
+LLVM_PASSES = {
+    "gfx950": {"v_mfma_f32_16x16x32_f16": 4, "v_mfma_f32_16x16x32_bf16": 4, "v_mfma_f32_16x16x16_f16": 4,
+               "v_mfma_f32_16x16x16_bf16": 4, "v_mfma_f32_32x32x16_f16": 8, "v_mfma_f32_32x32x16_bf16": 8,
+               "v_mfma_f32_32x32x8_f16": 8, "v_mfma_f32_32x32x8_bf16": 8},
+    "gfx942": {"v_mfma_f32_16x16x16_f16": 4, "v_mfma_f32_16x16x16_bf16": 4, "v_mfma_f32_32x32x8_f16": 8,
+               "v_mfma_f32_32x32x8_bf16": 8},
+}
+
+
+def test_an_mfma_holds_the_pipe_for_llvms_passes_four_clocks_each():
+    for target, table in LLVM_PASSES.items():
+        for opcode, passes in table.items():
+            assert tm.MACHINES[target].mfma_clocks(opcode) == 4 * passes, (target, opcode)
+    # gfx950's 16x16x16 has half the FMAs of its 16x16x32 and the same 16 clocks (FMAs over the peak rate: 8).
+    assert tm.GFX950.mfma_clocks("v_mfma_f32_16x16x16_f16") == 16
+    # The course's own MFMA on each target, at those clocks, retires the target's peak FMAs per clock.
+    for target, machine in tm.MACHINES.items():
+        m, n, k = amd.MFMA[target].instr_shape
+        assert m * n * k / machine.mfma_clocks(amd.MFMA[target].opcode("bf16")) == amd.PEAKS[target].fma_per_clock
+    # An MFMA the table does not hold is refused with a sentence, never given a guessed number of clocks.
+    for machine, opcode in ((tm.GFX942, "v_mfma_f32_16x16x32_f16"), (tm.GFX950, "v_mfma_f32_16x16x4_f32"),
+                            (tm.GFX950, "v_mfma_f32_16x16x128_f8f6f4")):
+        with pytest.raises(ValueError, match="the time model knows the passes"):
+            machine.mfma_clocks(opcode)
+
+
+# -- what the agreement rests on -------------------------------------------------------------------------------
+
+def _row(name, value, counts, unit="clocks", busy=None):
+    """A swept constant written by hand: ``counts`` maps each value swept to the versions within (of 3)."""
+    return {"name": name, "value": value, "unit": unit,
+            "values": [{"value": v, "within": list(range(n)), "busy": busy or {"0": v}} for v, n in counts.items()]}
+
+
+def test_the_words_say_which_constants_the_agreement_does_not_test_and_which_it_rests_on():
+    steady = _row("issue slot", 4, {1: 2, 2: 3, 4: 3, 8: 3})
+    idle = _row("TCP time (dword)", 16, {8: 3, 16: 3, 32: 3}, busy={"0": 0.5})
+    knob = _row("memory latency", 1000, {500: 2, 900: 3, 1000: 3, 1300: 3, 2000: 1})
+    fixed = _row("MFMA pass", 4, {2: 0, 4: 3, 8: 1})
+    assert tm.held_range(knob, 3) == (900, 1300) and tm.held_range(fixed, 3) == (4, 4)
+    assert tm.robust(steady, 3) and not tm.robust(knob, 3) and tm.changes_nothing(idle)
+    words = tm.agreement_words([steady, fixed, idle, knob], 3)
+    assert "One constant keeps all 3 within from ×0.5 to ×2, so the agreement does not test it: issue slot; the TCP " \
+        "time (dword) changes no prediction." in words
+    assert "Two constants move it: the MFMA pass (all 3 only at 4 clocks)" in words and "the memory latency (900 to 1300 " \
+        "clocks), a budget AMD's README names" in words
+    assert words.endswith("The agreement rests on the memory latency: no measurement fixes its value.")
+    # A constant the agreement moves with must say what its value stands on.
+    with pytest.raises(ValueError, match="say in STANDING"):
+        tm.agreement_words([_row("LDS queue", 4, {1: 0, 4: 3, 8: 3}, unit="requests per wave")], 3)
+
+
+def test_the_sensitivity_table_is_the_model_run_again():
+    """The sweep the results page and lesson 20 show is the model's: the record's digest is that of the loops, the
+    constants and the model's code as they are, and part of it run again here gives the same figures (every constant
+    at ×0.5 and ×2, the ends of the spans of the two constants the agreement rests on, and one step past each)."""
+    import contextlib
+    import io
+    import json
+
+    from gluon_course.course import lesson, repo_root
+    from gluon_course.website import amd_results
+
+    sweep = tm.recorded_sensitivity()
+    loops = amd_results.sensitivity_loops()
+    assert sweep["inputs"] == tm.sensitivity_inputs(loops), "run `python -m gluon_course tables`"
+    constants = tm.GFX950.constants()
+    assert [r["name"] for r in sweep["rows"]] == [k.name for k in constants] and sweep["versions"] == sorted(loops)
+    runs = {}
+    for k, row in zip(constants, sweep["rows"]):
+        assert [v["value"] for v in row["values"]] == tm.sweep_values(k) and row["value"] == k.value
+        again = {0.5 * k.value, 2 * k.value}
+        if row["name"] in ("memory latency", "TCP in flight"):
+            values = [v["value"] for v in row["values"]]
+            lo, hi = (values.index(x) for x in tm.held_range(row, len(loops)))
+            again |= {values[lo - 1], values[lo], values[hi], values[hi + 1]}
+        for v in row["values"]:
+            if v["value"] not in again:
+                continue
+            machine = tm.varied(tm.GFX950, k.name, v["value"])
+            for version, (instructions, ways, steps) in loops.items():
+                key = (tuple(i.text for i in instructions), k.name, v["value"])
+                if key not in runs:
+                    runs[key] = round(tm.run(instructions, machine, lds_ways=ways, steps=steps).mfma_busy, 4)
+                assert v["busy"][str(version)] == runs[key], (k.name, v["value"], version)
+                assert (version in v["within"]) == (abs(runs[key] / amd.VENDOR[version][1] - 1) <= tm.TARGET)
+    # The results page shows it, and lesson 20 prints it as the record has it.
+    assert amd_results.sensitivity_markdown(sweep) in (repo_root() / "book" / "results.md").read_text()
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        tm.show_sensitivity()
+    cells = json.loads(lesson("20").notebook_path.read_text())["cells"]
+    printed = next(c for c in cells if c.get("id") == "rests-20-code")["outputs"][0]["text"]
+    assert "".join(printed) == said.getvalue()
+
+
 def _listing(*lines: str):
     """A K loop written by hand: the lines, then the loop's branch back."""
     body = "\n".join(f"\t{line}" for line in lines)

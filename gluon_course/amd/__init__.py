@@ -25,8 +25,8 @@ from . import amdgcn, time_model
 from .charts import (AMD_LESSONS, MFMA_PER_STEP, MIX_COLOURS, issue_chart, lesson_step_chart, mix_chart, mix_table,
                      mixes, register_chart, step_chart, time_chart, vendor_chart, version_label, xcd_map)
 from .checks import (ANY_K_MODEL_SHAPES, FILES, HOST_MODEL_TITLE, MODEL_SHAPES, BudgetFacts, accumulator_check,
-                     budget_check, config_check, copy_wait_check, group_size_check, host_model_check, lesson_prediction, loop_check,
-                     loop_waits_check, masked_check, model_check, model_launch, order_check, prologue_check,
+                     budget_check, config_check, copy_wait_check, group_size_check, host_model_check, lesson_loop,
+                     lesson_prediction, loop_check, loop_waits_check, masked_check, model_check, model_launch, order_check, prologue_check,
                      read_conflict, region_check, schedule_facts, schedule_variant_check, time_model_check,
                      xcd_order_check)
 from .figure import (PEAKS, VENDOR, VENDOR_BEST, VENDOR_BEST_SOURCE, VENDOR_REVISIONS, VENDOR_SOURCE, VENDOR_TOOLS,

@@ -355,6 +355,19 @@ def read_conflict(mod, target: str = "gfx950", pieces=None) -> tuple[float, str]
     return float(ways), ("conflict-free" if ways == 1 else f"{ways}-way conflicted") + " in memory.lds"
 
 
+def lesson_loop(number: str, target: str = "gfx950", mod=None, **options):
+    """Lesson ``number``'s K loop (its solution, or ``mod``) as its checks compile it, fp16, with what the time model
+    needs beside it: ``(instructions, the reads' worst conflict, K steps per trip, the conflicts in words)``."""
+    from . import time_model
+    from ..course import load_checks, load_solution
+
+    checks = load_checks(number)
+    mod = mod if mod is not None else load_solution(number)
+    ways, said = read_conflict(mod, target, getattr(checks, "PIECES", None))
+    instructions = amdgcn.main_loop(getattr(checks, "compiled", compiled)(mod, target, "fp16", **options)).instructions
+    return instructions, ways, time_model.k_steps(instructions, TILE, NUM_WARPS), said
+
+
 def lesson_prediction(number: str, target: str = "gfx950", memory_latency: float | None = None, mod=None, **options):
     """The time model on lesson ``number``'s kernel (its solution, or ``mod``) as its checks compile it, fp16, with
     the reads' conflicts from its own layouts: ``(time_model.Prediction, the conflicts in words)``. ``options`` go to

@@ -7,8 +7,9 @@ puts in their way is a handful of rates and depths, each with its source (``Cons
 
 * the **issue slot**: the CU's scheduler looks at one SIMD per clock, round robin, and issues at most one instruction
   per wave there, so a wave alone on its SIMD issues at most one instruction every 4 clocks;
-* the **MFMA pipe**: an MFMA holds it for its passes (16 clocks for ``v_mfma_f32_16x16x32_f16`` on gfx950 and
-  ``16x16x16`` on gfx942); the wave may issue other instructions in its shadow, the next MFMA waits for the pipe;
+* the **MFMA pipe**: an MFMA holds it for its passes, 4 clocks each (``MFMA_PASSES``, LLVM's scheduling model: 4
+  passes, 16 clocks, for ``v_mfma_f32_16x16x32_f16`` on gfx950 and ``16x16x16`` on gfx942); the wave may issue other
+  instructions in its shadow, the next MFMA waits for the pipe;
 * the **LDS**: a ``ds_read_b128`` of each of the four waves takes 16 clocks of the LDS's 256 bytes per clock (times
   the worst bank conflict, from ``memory.lds``); a queue of 8 requests per SIMD pair (4 per wave) before issue
   stalls; an idle read returns after 60 clocks;
@@ -30,11 +31,15 @@ competing with the reads, the MFMA's dependency on its own accumulator, L2 hits 
 round-trip latency; lesson 29's order changes nothing here), clock frequency, the prologue and epilogue, branch
 penalties, instruction-cache misses, and waves that drift apart (a barrier costs nothing). It is a model of the
 order the listing imposes, not a simulator of the GPU.
+
+What its agreement with AMD's figures rests on (``sensitivity``): each constant varied alone over a grid of its
+value, the versions that stay within the course target at each value, and ``agreement_words`` saying which constants
+the agreement does not test and which it turns on. ``RECORD`` keeps the sweep; the results page and lesson 20 show it.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from . import amdgcn
 
@@ -59,9 +64,21 @@ BANDWIDTH_DOC = f"{TUTORIALS} docs/memory_bandwidth_model.md at ae94fe23"
 EFFICIENCY_DOC = f"{TUTORIALS} docs/mfma_efficiency.md at 2dfccb97"
 SCHEDULER_DOC = ("ROCm/rocprofiler-compute docs/conceptual/pipeline-descriptions.rst at 6db105cf, 'Scheduler': each "
                  "clock the scheduler considers one SIMD, round robin, and issues up to one instruction per wave")
-LLVM_MCA = ("LLVM's scheduling model, llvm/lib/Target/AMDGPU/SISchedule.td at 03a5b92d (SIDPGFX940FullSpeedModel: "
-            "V_MFMA_.32_16X16X16 and 16X16X32 are Write4PassMAI), and its llvm-mca tests "
-            "llvm/test/tools/llvm-mca/AMDGPU/gfx950.s at 071dcd49 and gfx942-mfma.s at bf4aafd4 (4.00 passes)")
+SISCHEDULE = ("LLVM's scheduling model, llvm/lib/Target/AMDGPU/SISchedule.td in ROCm/llvm-project at 37d9a345 "
+              "(SIDPGFX950FullSpeedModel and SIDPGFX942FullSpeedModel: V_MFMA_.32_16X16X16 and 16X16X32 are "
+              "Write4PassMAI, 32X32X8 and 32X32X16 Write8PassMAI; the same four lines in llvm/llvm-project's "
+              "SIDPGFX940FullSpeedModel at 03a5b92d)")
+LLVM_MCA = ("llvm-mca's tests llvm/test/tools/llvm-mca/AMDGPU/gfx950.s at 071dcd49 (16x16x32_f16 4.00, 32x32x16_f16 "
+            "and _bf16 8.00) and gfx942-mfma.s at bf4aafd4 (16x16x16_f16 and _bf16 4.00, 32x32x8 8.00)")
+
+# The passes of each fp16/bf16 MFMA (fp32 accumulator) by its M × N × K, per target, as SISCHEDULE and LLVM_MCA give
+# them. Passes do not follow from the FMAs: gfx950's 16x16x32 (8192 FMAs) takes the 4 passes of 16x16x16 (4096),
+# which gfx950 keeps at 4 too, and its 32x32x16 the 8 of 32x32x8. So an MFMA's clocks are its passes times the clocks
+# of a pass: FMAs over gfx950's peak rate would give 16x16x16 8 clocks where LLVM gives it 16.
+MFMA_PASSES = {
+    "gfx950": {(16, 16, 32): 4, (32, 32, 16): 8, (16, 16, 16): 4, (32, 32, 8): 8},
+    "gfx942": {(16, 16, 16): 4, (32, 32, 8): 8},
+}
 
 
 @dataclass(frozen=True)
@@ -69,7 +86,7 @@ class Machine:
     """The rates and depths of one target (per wave, with four waves of a workgroup sharing a CU)."""
     target: str
     issue: Constant               # clocks between two instructions of one wave
-    mfma_fma_per_clock: Constant  # FMAs one matrix core retires per clock: an MFMA's clocks are its FMAs over this
+    mfma_pass: Constant           # clocks of one MFMA pass: an MFMA's clocks are its passes (MFMA_PASSES) times this
     lds_bytes_per_clock: Constant # the CU's LDS: banks × bytes per bank, per clock
     lds_queue: Constant           # LDS requests one wave may have queued before its issue stalls
     lds_latency: Constant         # clocks from issue to data for a read of an idle LDS
@@ -81,16 +98,22 @@ class Machine:
     waves: int = 4                # waves of the workgroup sharing the CU (one per SIMD)
 
     def constants(self) -> list[Constant]:
-        return [self.issue, self.mfma_fma_per_clock, self.lds_bytes_per_clock, self.lds_queue, self.lds_latency,
+        return [self.issue, self.mfma_pass, self.lds_bytes_per_clock, self.lds_queue, self.lds_latency,
                 self.tcp_clocks, self.tcp_clocks_dword, self.vmem_queue, self.tcp_bytes, self.memory_latency]
 
-    def mfma_clocks(self, opcode: str) -> int:
-        """An MFMA's clocks in the pipe: M × N × K FMAs over the FMAs a matrix core retires per clock."""
-        m = re.search(r"_(\d+)x(\d+)x(\d+)", opcode)
-        if not m:
-            raise ValueError(f"{opcode}: not an MFMA with an M×N×K shape")
-        fmas = int(m.group(1)) * int(m.group(2)) * int(m.group(3))
-        return max(4, int(fmas // self.mfma_fma_per_clock.value))
+    def mfma_passes(self, opcode: str) -> int:
+        """An fp16/bf16 MFMA's passes on this target (``MFMA_PASSES``)."""
+        m = re.fullmatch(r"v_mfma_f32_(\d+)x(\d+)x(\d+)_b?f16", opcode)
+        passes = MFMA_PASSES[self.target].get(tuple(int(g) for g in m.groups())) if m else None
+        if passes is None:
+            known = ", ".join(f"{a}x{b}x{c}" for a, b, c in MFMA_PASSES[self.target])
+            raise ValueError(f"{opcode}: the time model knows the passes of the fp16 and bf16 MFMAs {known} on "
+                             f"{self.target} (LLVM's scheduling model), not this instruction's")
+        return passes
+
+    def mfma_clocks(self, opcode: str) -> float:
+        """An MFMA's clocks in the pipe: its passes times the clocks of a pass."""
+        return self.mfma_passes(opcode) * self.mfma_pass.value
 
 
 def _issue() -> Constant:
@@ -101,11 +124,10 @@ def _issue() -> Constant:
 GFX950 = Machine(
     "gfx950",
     _issue(),
-    Constant("MFMA rate", 512, "FMAs per matrix core per clock",
-             "the MI355X peak (gluon_course.amd.PEAKS: 2.5 PFLOPS dense fp16 from 2400 MHz × 1024 matrix cores × 512 "
-             "FMAs × 2), which puts v_mfma_f32_16x16x32_f16 (8192 FMAs) at 16 clocks; AMD counts the same 16 "
-             f"({EFFICIENCY_DOC}: the loop's 128 MFMAs are 2048 cycles), and {LLVM_MCA} gives it 4 passes, 4 clocks "
-             "each at that rate"),
+    Constant("MFMA pass", 4, "clocks",
+             f"{SISCHEDULE}: 4 passes for v_mfma_f32_16x16x32_f16, and {EFFICIENCY_DOC}: 16 cycles for it (the "
+             "loop's 128 MFMAs are 2048 cycles), 4 a pass; the MI355X peak agrees (gluon_course.amd.PEAKS: 512 FMAs "
+             f"per matrix core per clock, 8192 FMAs in 16 clocks); {LLVM_MCA}"),
     Constant("LDS bandwidth", 256, "bytes per clock per CU",
              f"{LDS_DOC} §1.3: 64 banks of 4 bytes; one ds_read_b128 of each of the four SIMDs (4 KiB) every 16 "
              "clocks (§1.5), times the worst bank conflict (§5)"),
@@ -113,10 +135,10 @@ GFX950 = Machine(
              f"{LDS_DOC} §1.6: an 8-entry FIFO per SIMD pair, shared by the pair's two waves"),
     Constant("LDS latency", 60, "clocks",
              f"{LDS_DOC} §1.6: the first completion ~50-70 cycles after the first issue (the middle taken)"),
-    Constant("TCP time, dwordx4", 64, "clocks per request of one wave",
+    Constant("TCP time (dwordx4)", 64, "clocks per request of one wave",
              f"{V8_README} §4.3-4.4: 16 cycles per buffer_load(_to_lds)_dwordx4 in the TCP, × 4 waves sharing it; the "
              f"t = 64 of {HIDING_MODEL}"),
-    Constant("TCP time, dword", 16, "clocks per request of one wave",
+    Constant("TCP time (dword)", 16, "clocks per request of one wave",
              f"{V8_README} §4.3: 4 cycles per buffer_load(_to_lds)_dword, × 4 waves"),
     Constant("VMEM queue", 3, "requests per wave",
              f"{V8_README} §4.2: a per-CU FIFO of about 12 entries, 3-4 requests per wave without delay"),
@@ -137,10 +159,10 @@ _CARRIED = "no gfx942 figure found in the cited documents (the tutorials measure
 GFX942 = Machine(
     "gfx942",
     _issue(),
-    Constant("MFMA rate", 256, "FMAs per matrix core per clock",
-             "the MI300X peak (gluon_course.amd.PEAKS: 1307.4 TFLOPS dense fp16 from 2100 MHz × 1216 matrix cores × "
-             "256 FMAs × 2), which puts v_mfma_f32_16x16x16_f16 (4096 FMAs) at 16 clocks; 4 passes in "
-             f"{LLVM_MCA}"),
+    Constant("MFMA pass", 4, "clocks",
+             f"{SISCHEDULE}: 4 passes for v_mfma_f32_16x16x16_f16; 4 clocks a pass as on gfx950, which the MI300X "
+             "peak agrees with (gluon_course.amd.PEAKS: 256 FMAs per matrix core per clock, 4096 FMAs in 16 "
+             f"clocks); {LLVM_MCA}"),
     Constant("LDS bandwidth", 128, "bytes per clock per CU",
              "ROCm/rocprofiler-compute docs/conceptual/pipeline-descriptions.rst at 6db105cf, 'Local data share': on "
              "CDNA accelerators 32 banks of 4 bytes, each read or written every cycle, 128 bytes per clock; the same "
@@ -148,9 +170,9 @@ GFX942 = Machine(
              "CK-Tile', 2025-07-25)"),
     Constant("LDS queue", 4, "requests per wave", f"gfx950's ({LDS_DOC} §1.6): {_CARRIED}"),
     Constant("LDS latency", 60, "clocks", f"gfx950's ({LDS_DOC} §1.6): {_CARRIED}"),
-    Constant("TCP time, dwordx4", 64, "clocks per request of one wave",
+    Constant("TCP time (dwordx4)", 64, "clocks per request of one wave",
              f"gfx950's ({V8_README} §4.3-4.4): {_CARRIED}"),
-    Constant("TCP time, dword", 16, "clocks per request of one wave", f"gfx950's ({V8_README} §4.3): {_CARRIED}"),
+    Constant("TCP time (dword)", 16, "clocks per request of one wave", f"gfx950's ({V8_README} §4.3): {_CARRIED}"),
     Constant("VMEM queue", 3, "requests per wave", f"gfx950's ({V8_README} §4.2): {_CARRIED}"),
     Constant("TCP in flight", 8192, "bytes per wave",
              f"{V8_README} §4.1: the TCP is 32 KB 'on MI300/MI350', and {BANDWIDTH_DOC} §2.4: 32 KB per CU 'on GFX9'; "
@@ -313,11 +335,48 @@ REASONS = {
 LANES = 64    # lanes of a wave (CDNA: wave64), so a request moves 64 × its bytes per lane
 
 
+@dataclass(frozen=True)
+class _Decoded:
+    """What the model needs of one instruction, read once per run: its ``kind``, its name as the lanes show it, and
+    its demand (MFMA: clocks in the pipe; lds: clocks of LDS service, conflicts included; vmem: clocks of TCP and
+    bytes; wait: the counts waited for; nop and the rest: issue slots)."""
+    kind: str
+    opcode: str
+    what: str
+    clocks: float = 0.0
+    nbytes: int = 0
+    vmcnt: int = 0
+    lgkmcnt: int = 0
+    slots: int = 1
+
+
+def _decode(ins: amdgcn.Instruction, m: Machine, lds_ways: float) -> _Decoded:
+    k, op = kind(ins), ins.opcode
+    what = op + (" … lds" if amdgcn.category(ins) == "buffer load → LDS" else "")
+    if k == "mfma":
+        return _Decoded(k, op, what, clocks=m.mfma_clocks(op))
+    if k == "lds":
+        service = _bytes(op, _LDS_BYTES) * LANES * m.waves / m.lds_bytes_per_clock.value
+        return _Decoded(k, op, what, clocks=service * (lds_ways if op.startswith(("ds_read", "ds_load")) else 1))
+    if k == "vmem":
+        size = _bytes(op, _VMEM_BYTES)
+        return _Decoded(k, op, what, clocks=m.tcp_clocks.value if size > 4 else m.tcp_clocks_dword.value,
+                        nbytes=size * LANES)
+    if k == "wait":
+        counts = amdgcn.wait_counts(ins)
+        return _Decoded(k, op, what, vmcnt=counts.get("vmcnt", amdgcn.WAIT_MAX["vmcnt"]),
+                        lgkmcnt=counts.get("lgkmcnt", amdgcn.WAIT_MAX["lgkmcnt"]))
+    if k == "nop":
+        n = re.search(r"s_nop\s+(\d+)", ins.text)
+        return _Decoded(k, op, what, slots=int(n.group(1)) + 1 if n else 1)
+    return _Decoded(k, op, what)
+
+
 class _Wave:
     """The state of one wave and of its share of the CU's units while it issues the loop."""
 
-    def __init__(self, machine: Machine, lds_ways: float, memory_latency: float):
-        self.m, self.ways, self.latency = machine, lds_ways, memory_latency
+    def __init__(self, machine: Machine, memory_latency: float):
+        self.m, self.latency = machine, memory_latency
         self.t = 0.0                      # when the wave can issue its next instruction
         self.mfma_free = 0.0              # when the MFMA pipe is free
         self.lds_free = 0.0               # when the LDS has served the wave's requests so far
@@ -334,17 +393,13 @@ class _Wave:
             self.stalls.append(Stall(trip, reason, self.t, until))
             self.t = until
 
-    def mfma(self, trip, index, ins):
+    def mfma(self, trip, index, d: _Decoded):
         self.wait(trip, "MFMA pipe", self.mfma_free)
-        clocks = self.m.mfma_clocks(ins.opcode)
-        self.events.append(Event(index, trip, "mfma", ins.opcode, self.t, self.t, self.t + clocks))
-        self.mfma_free = self.t + clocks
+        self.events.append(Event(index, trip, "mfma", d.opcode, self.t, self.t, self.t + d.clocks))
+        self.mfma_free = self.t + d.clocks
 
-    def lds_request(self, trip, index, ins):
-        m = self.m
-        service = _bytes(ins.opcode, _LDS_BYTES) * LANES * m.waves / m.lds_bytes_per_clock.value
-        if ins.opcode.startswith(("ds_read", "ds_load")):
-            service *= self.ways
+    def lds_request(self, trip, index, d: _Decoded):
+        m, service = self.m, d.clocks
         queued = sorted(s for s, _ in self.lds if s > self.t)
         depth = int(m.lds_queue.value)
         if len(queued) >= depth:
@@ -355,13 +410,10 @@ class _Wave:
         back = max(self.t + m.lds_latency.value, self.lds_free + m.lds_latency.value - service, self.lds_last + service)
         self.lds_last = back
         self.lds.append((self.lds_free, back))
-        self.events.append(Event(index, trip, "lds", ins.opcode, self.t, start, self.lds_free, back))
+        self.events.append(Event(index, trip, "lds", d.opcode, self.t, start, self.lds_free, back))
 
-    def vmem_request(self, trip, index, ins):
-        m = self.m
-        size = _bytes(ins.opcode, _VMEM_BYTES)
-        tcp = m.tcp_clocks.value if size > 4 else m.tcp_clocks_dword.value
-        nbytes = size * LANES
+    def vmem_request(self, trip, index, d: _Decoded):
+        m, tcp, nbytes = self.m, d.clocks, d.nbytes
         waiting = sorted(a for a, _, _ in self.held if a > self.t)
         depth = int(m.vmem_queue.value)
         if len(waiting) >= depth:
@@ -378,41 +430,39 @@ class _Wave:
         back = taken + self.latency
         self.held = [h for h in self.held if h[1] > self.t] + [(taken, back, nbytes)]
         self.vmem.append(back)
-        self.events.append(Event(index, trip, "vmem", ins.opcode, self.t, taken, taken + tcp, back))
+        self.events.append(Event(index, trip, "vmem", d.opcode, self.t, taken, taken + tcp, back))
 
-    def waitcnt(self, trip, index, ins):
-        counts = amdgcn.wait_counts(ins)
-        n = counts.get("vmcnt", amdgcn.WAIT_MAX["vmcnt"])
+    def waitcnt(self, trip, index, d: _Decoded):
+        n = d.vmcnt
         if n < amdgcn.WAIT_MAX["vmcnt"] and len(self.vmem) > n:
             self.wait(trip, "vmcnt", max(self.vmem[:len(self.vmem) - n]))
             self.vmem = self.vmem[len(self.vmem) - n:]
-        n = counts.get("lgkmcnt", amdgcn.WAIT_MAX["lgkmcnt"])
+        n = d.lgkmcnt
         if n < amdgcn.WAIT_MAX["lgkmcnt"] and len(self.lds) > n:
             self.wait(trip, "lgkmcnt", max(back for _, back in self.lds[:len(self.lds) - n]))
             self.lds = self.lds[len(self.lds) - n:]
-        self.events.append(Event(index, trip, "wait", ins.opcode, self.t))
+        self.events.append(Event(index, trip, "wait", d.opcode, self.t))
 
-    def step(self, trip: int, index: int, ins: amdgcn.Instruction) -> None:
-        k = kind(ins)
-        slots = 1
+    def step(self, trip: int, index: int, d: _Decoded) -> None:
+        k = d.kind
         if k == "mfma":
-            self.mfma(trip, index, ins)
+            self.mfma(trip, index, d)
         elif k == "lds":
-            self.lds_request(trip, index, ins)
+            self.lds_request(trip, index, d)
         elif k == "vmem":
-            self.vmem_request(trip, index, ins)
+            self.vmem_request(trip, index, d)
         elif k == "wait":
-            self.waitcnt(trip, index, ins)
+            self.waitcnt(trip, index, d)
         else:
-            if k == "nop":
-                m = re.search(r"s_nop\s+(\d+)", ins.text)
-                slots = int(m.group(1)) + 1 if m else 1
-            self.events.append(Event(index, trip, k, ins.opcode, self.t))
-        self.events[-1].what = ins.opcode + (" … lds" if amdgcn.category(ins) == "buffer load → LDS" else "")
-        self.t += self.m.issue.value * slots
-        # Requests whose data is back retire from the counters (in order: their times only grow).
-        self.vmem = [b for b in self.vmem if b > self.t]
-        self.lds = [x for x in self.lds if x[1] > self.t]
+            self.events.append(Event(index, trip, k, d.opcode, self.t))
+        self.events[-1].what = d.what
+        self.t += self.m.issue.value * d.slots
+        # Requests whose data is back retire from the counters. They retire in order (their times only grow), so
+        # when the oldest is still out, all are.
+        if self.vmem and self.vmem[0] <= self.t:
+            self.vmem = [b for b in self.vmem if b > self.t]
+        if self.lds and self.lds[0][1] <= self.t:
+            self.lds = [x for x in self.lds if x[1] > self.t]
 
 
 def run(instructions, machine: Machine = GFX950, trips: int = 6, lds_ways: float = 1.0, steps: int = 1,
@@ -421,12 +471,13 @@ def run(instructions, machine: Machine = GFX950, trips: int = 6, lds_ways: float
     the steady state. ``lds_ways``: the worst bank conflict of the loop's LDS reads (``memory.lds``); ``steps``: K
     steps per trip; ``memory_latency``: another round trip than the machine's (a what-if)."""
     latency = machine.memory_latency.value if memory_latency is None else memory_latency
-    wave = _Wave(machine, lds_ways, latency)
+    wave = _Wave(machine, latency)
+    decoded = [_decode(ins, machine, lds_ways) for ins in instructions]
     starts = []
     for trip in range(trips):
         starts.append(wave.t)
-        for index, ins in enumerate(instructions):
-            wave.step(trip, index, ins)
+        for index, d in enumerate(decoded):
+            wave.step(trip, index, d)
     starts.append(wave.t)
     last = trips - 1
     mine = [e for e in wave.events if e.trip == last]
@@ -526,6 +577,209 @@ def compare(version: int, prediction: Prediction) -> Comparison:
     return Comparison(version, prediction.mfma_busy, efficiency, tflops / PEAKS["gfx950"].tflops)
 
 
+# -- what the agreement rests on: each constant varied alone ------------------------------------------------------
+
+# The multiples of a constant's value the sweep tries; a finer grid for the two constants the agreement turns on, and
+# every whole depth from 1 to twice the model's for the two queues (a queue holds whole requests).
+SWEEP = (0.25, 0.5, 0.75, 1, 1.5, 2)
+FINE_SWEEP = {"memory latency": (0.25, 0.5, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.3, 1.4, 1.5, 2),
+              "TCP in flight": (0.25, 0.5, 0.625, 0.75, 0.875, 1, 1.125, 1.25, 1.5, 2)}
+QUEUES = ("LDS queue", "VMEM queue")
+ROBUST = (0.5, 2)     # a constant is robust when every value it is swept to between these multiples keeps all versions
+
+
+def sweep_values(k: Constant) -> list[float]:
+    """The values the sensitivity sweep gives constant ``k``, its own among them."""
+    if k.name in QUEUES:
+        return list(range(1, 2 * int(k.value) + 1))
+    return [round(k.value * f, 6) for f in FINE_SWEEP.get(k.name, SWEEP)]
+
+
+def varied(machine: Machine, name: str, value: float) -> Machine:
+    """``machine`` with the constant called ``name`` set to ``value``, every other as it is."""
+    for f in fields(machine):
+        k = getattr(machine, f.name)
+        if isinstance(k, Constant) and k.name == name:
+            return replace(machine, **{f.name: replace(k, value=value)})
+    raise ValueError(f"{machine.target} has no constant called {name!r}: {', '.join(k.name for k in machine.constants())}")
+
+
+def sensitivity(loops: dict, machine: Machine = GFX950) -> dict:
+    """Each constant of ``machine`` varied alone over ``sweep_values``, the others kept: for every value, each
+    version's share of the MFMA peak and the versions within ``TARGET`` of AMD's figure. ``loops``: ``{version: (the
+    K loop's instructions, the reads' worst conflict, K steps per trip)}``; versions whose loops are the same
+    instructions run once. Returns ``{"inputs": sensitivity_inputs(...), "versions": [...], "rows": [one per
+    constant: {"name", "value", "unit", "values": [{"value", "busy", "within"}, ...]}]}``."""
+    runs: dict = {}
+    out = []
+    for k in machine.constants():
+        values = []
+        for value in sweep_values(k):
+            m = varied(machine, k.name, value)
+            busy, within = {}, []
+            for version, (instructions, ways, steps) in loops.items():
+                key = (tuple(i.text for i in instructions), ways, steps, k.name, value)
+                if key not in runs:
+                    runs[key] = run(instructions, m, lds_ways=ways, steps=steps).mfma_busy
+                c = Comparison(version, runs[key], _vendor(version), 0.0)
+                busy[str(version)] = round(c.predicted, 4)
+                if c.within:
+                    within.append(version)
+            values.append({"value": value, "busy": busy, "within": within})
+        out.append({"name": k.name, "value": k.value, "unit": k.unit, "values": values})
+    return {"inputs": sensitivity_inputs(loops, machine), "versions": sorted(loops), "rows": out}
+
+
+def _vendor(version: int) -> float:
+    from .figure import VENDOR
+
+    return VENDOR[version][1]
+
+
+def held_range(row: dict, versions: int) -> tuple[float, float]:
+    """The lowest and highest values of a swept constant's unbroken run around its own value over which every one of
+    ``versions`` stays within the target."""
+    values = row["values"]
+    at = next(i for i, v in enumerate(values) if v["value"] == row["value"])
+    lo = hi = at
+    while lo > 0 and len(values[lo - 1]["within"]) == versions:
+        lo -= 1
+    while hi < len(values) - 1 and len(values[hi + 1]["within"]) == versions:
+        hi += 1
+    return values[lo]["value"], values[hi]["value"]
+
+
+def changes_nothing(row: dict) -> bool:
+    """Whether no value of the sweep moves any version's prediction (a constant no instruction of the loops uses)."""
+    return len({tuple(sorted(v["busy"].items())) for v in row["values"]}) == 1
+
+
+def robust(row: dict, versions: int) -> bool:
+    """Every version within the target at every value swept from ``ROBUST[0]`` to ``ROBUST[1]`` times the model's."""
+    lo, hi = held_range(row, versions)
+    return lo <= ROBUST[0] * row["value"] and hi >= ROBUST[1] * row["value"]
+
+
+# What the value of a constant the agreement is sensitive to stands on: (whether a measurement or AMD's own count
+# fixes it, in words). agreement_words asks for an entry for every such constant.
+STANDING = {
+    "MFMA pass": (True, "fixed by AMD's own count of 16 clocks for a 4-pass MFMA, which the MI355X peak gives too"),
+    "LDS latency": (True, "the middle of the 50-70 cycles AMD's LDS note gives"),
+    "TCP in flight": (False, "AMD's 32 KiB per CU split evenly over the four waves, a split the model assumes"),
+    "memory latency": (False, "a budget AMD's README names, not a measured latency"),
+}
+
+
+SHORT_UNITS = {"bytes per wave": "KiB", "bytes per clock per CU": "bytes a clock"}
+
+
+def number(value: float, unit: str) -> str:
+    """A constant's value as the sweep's table shows it: KiB for bytes in flight, else as it is."""
+    return f"{value / 1024:g}" if unit == "bytes per wave" else f"{value:g}"
+
+
+def amount(value: float, unit: str) -> str:
+    """A constant's value with its unit, short: ``8 KiB``, ``1000 clocks``, ``3 requests``, ``256 bytes a clock``."""
+    return f"{number(value, unit)} {SHORT_UNITS.get(unit, unit.split(' per ')[0])}"
+
+
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _count(n: int) -> str:
+    return _WORDS[n] if n < len(_WORDS) else str(n)
+
+
+def agreement_words(rows: list[dict], versions: int) -> str:
+    """What the agreement with AMD's figures rests on, in the course's words, from the sweep ``rows``
+    (``sensitivity``): the constants it does not test, those it moves with, and what each of those stands on."""
+    idle = [r for r in rows if changes_nothing(r)]
+    steady = [r for r in rows if r not in idle and robust(r, versions)]
+    moving = [r for r in rows if r not in idle and r not in steady]
+    missing = [r["name"] for r in moving if r["name"] not in STANDING]
+    if missing:
+        raise ValueError(f"the agreement moves with {', '.join(missing)}: say in STANDING what its value stands on")
+    said = [f"At the model's constants all {versions} versions land within ±{TARGET:.0%} of AMD's figures."]
+    unused = "".join(f"; the {r['name']} changes no prediction" for r in idle)
+    if steady:
+        one = len(steady) == 1
+        said.append(f"{_count(len(steady)).capitalize()} constant{'' if one else 's'} keep{'s' if one else ''} all "
+                    f"{versions} within from ×{ROBUST[0]:g} to ×{ROBUST[1]:g}, so the agreement does not test "
+                    f"{'it' if one else 'them'}: " + ", ".join(r["name"] for r in steady) + unused + ".")
+    elif idle:
+        said.append(unused[2].upper() + unused[3:] + ".")
+    parts = []
+    for r in moving:
+        lo, hi = held_range(r, versions)
+        held = (f"all {versions} only at {amount(lo, r['unit'])}" if lo == hi else
+                f"{number(lo, r['unit'])} to {amount(hi, r['unit'])}")
+        parts.append(f"the {r['name']} ({held}), {STANDING[r['name']][1]}")
+    if parts:
+        listed = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
+        one = len(parts) == 1
+        said.append(f"{_count(len(parts)).capitalize()} constant{'' if one else 's'} move{'s' if one else ''} it: "
+                    f"{listed}.")
+    chosen = [r for r in moving if not STANDING[r["name"]][0]]
+    if chosen:
+        said.append("The agreement rests on " + " and ".join(f"the {r['name']}" for r in chosen)
+                    + ": no measurement fixes " + ("its value." if len(chosen) == 1 else "their values."))
+    return " ".join(said)
+
+
+# The record the results page and the notebooks read: the model's figure of every AMD version, and the sweep.
+RECORD = "results/model/amd-gfx950-time-model.json"
+
+
+def sensitivity_inputs(loops: dict, machine: Machine = GFX950) -> str:
+    """A digest of everything the sweep reads (the loops, the constants, AMD's figures, the grid, and the model's and
+    the listing reader's code), so that a stored sweep is known to be this model's on these loops without running it
+    again; ``python -m gluon_course tables`` runs it when the digest changes."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    what = {"loops": [[v, [i.text for i in ins], ways, steps] for v, (ins, ways, steps) in sorted(loops.items())],
+            "constants": [[k.name, k.value] for k in machine.constants()],
+            "vendor": [[v, _vendor(v)] for v in sorted(loops)], "grid": [SWEEP, FINE_SWEEP, QUEUES, ROBUST, TARGET],
+            "code": [Path(f).read_text(encoding="utf-8") for f in (amdgcn.__file__, __file__)]}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def recorded_sensitivity(root=None) -> dict:
+    """The sweep as ``RECORD`` keeps it: ``{"inputs", "versions", "rows"}``."""
+    import json
+
+    from ..course import repo_root
+
+    return json.loads(((root or repo_root()) / RECORD).read_text(encoding="utf-8"))["sensitivity"]
+
+
+def sensitivity_table(sweep: dict) -> tuple[list[list[str]], list[str]]:
+    """The sweep as rows of text (``display.table``): each constant, the model's value, the span over which every
+    version stays within the target, and the versions within at each value swept."""
+    n = len(sweep["versions"])
+    rows = []
+    for r in sweep["rows"]:
+        lo, hi = held_range(r, n)
+        held = "changes nothing" if changes_nothing(r) else (
+            f"only {number(lo, r['unit'])}" if lo == hi else f"{number(lo, r['unit'])} to {number(hi, r['unit'])}")
+        rows.append([r["name"], amount(r["value"], r["unit"]), held,
+                     "  ".join(f"{number(v['value'], r['unit'])}:{len(v['within'])}" for v in r["values"])])
+    return rows, ["constant", "the model's", f"all {n} within", f"versions within ±{TARGET:.0%} of AMD's, value:count"]
+
+
+def show_sensitivity(root=None) -> None:
+    """Print the recorded sweep and what the agreement rests on (the notebooks' cell; no model runs)."""
+    import textwrap
+
+    from ..display import table
+
+    sweep = recorded_sensitivity(root)
+    table(*sensitivity_table(sweep))
+    print()
+    print(textwrap.fill(agreement_words(sweep["rows"], len(sweep["versions"])), 116))
+
+
 def budget_box(p: Prediction, label: str, conflict: str = "conflict-free in memory.lds") -> str:
     """The K step's budget as a box of text: what each unit must do in one trip (count × clocks each), the MFMAs it
     must hide behind, and what the model makes of it. ``conflict``: the reads' bank conflicts, in words."""
@@ -538,7 +792,7 @@ def budget_box(p: Prediction, label: str, conflict: str = "conflict-free in memo
     rows = []
     for (k, op), n in sorted(ops.items()):
         if k == "mfma":
-            rows.append(("MFMA", f"{n} × {op} × {machine.mfma_clocks(op)} clocks", n * machine.mfma_clocks(op),
+            rows.append(("MFMA", f"{n} × {op} × {machine.mfma_clocks(op):g} clocks", n * machine.mfma_clocks(op),
                          "the work"))
     for (k, op), n in sorted(ops.items()):
         if k == "lds":

@@ -13,7 +13,7 @@ BEGIN = "<!-- BEGIN GENERATED AMD SECTION (python -m gluon_course tables) -->"
 END = "<!-- END GENERATED AMD SECTION -->"
 IMAGE = "images/amd-gfx950-instruction-mix.png"      # under book/
 TIME_IMAGE = "images/amd-gfx950-time-model.png"      # under book/
-RECORD = "results/model/amd-gfx950-time-model.json"  # the time model's figure of every AMD version, as the page draws it
+RECORD = amd.time_model.RECORD                       # the time model's figure of every AMD version, and its sweep
 WHAT_IF = (500, 2000)                                 # other memory round trips the page shows the model at
 
 
@@ -87,10 +87,20 @@ def time_rows(numbers=None) -> dict:
     return out
 
 
-def record(rows: dict) -> dict:
+def sensitivity_loops(numbers=None) -> dict:
+    """``{version: (instructions, the reads' worst conflict, K steps per trip)}``: what ``time_model.sensitivity``
+    runs, every AMD lesson's solution (gfx950, fp16)."""
+    from ..course import lessons
+
+    return {int(number) - 20: amd.lesson_loop(number)[:3] for number, the in lessons().items()
+            if number in (numbers or amd.AMD_LESSONS) and not the.planned}
+
+
+def record(rows: dict, sweep: dict | None = None) -> dict:
     """The record of ``RECORD``: one entry per version, keyed ``NN/time_model`` as a lesson's figures are, its value
     the model's share of the MFMA peak, its details AMD's figure, the ratio and what the step waits for; the
-    constants and what the model leaves out beside them. Deterministic: the CPU computes it from the listings."""
+    constants and what the model leaves out beside them; and ``sweep`` (``time_model.sensitivity``), each constant
+    varied alone. Deterministic: the CPU computes it from the listings."""
     import triton
 
     from ..amd import time_model as tm
@@ -112,7 +122,8 @@ def record(rows: dict) -> dict:
             "course_target": f"within ±{tm.TARGET:.0%} of AMD's figure (informs, never gates)",
             "constants": [{"name": k.name, "value": k.value, "unit": k.unit, "source": k.source}
                           for k in tm.GFX950.constants()],
-            "leaves_out": list(tm.LEAVES_OUT), "figures": figures}
+            "leaves_out": list(tm.LEAVES_OUT), "figures": figures,
+            **({"sensitivity": sweep} if sweep is not None else {})}
 
 
 def _time_description(rows: dict) -> str:
@@ -184,6 +195,31 @@ def time_markdown(rows: dict) -> str:
     return "\n".join(lines)
 
 
+def sensitivity_markdown(sweep: dict | None) -> str:
+    """What the agreement rests on: the sweep of ``RECORD`` as a table, and the sentence it supports."""
+    from ..amd import time_model as tm
+
+    if not sweep:
+        return ""
+    n = len(sweep["versions"])
+    table, _ = tm.sensitivity_table(sweep)
+    grid = ", ".join(f"×{f:g}" for f in tm.SWEEP)
+    fine = "; ".join(f"the {name}: " + ", ".join(f"×{f:g}" for f in grid_) for name, grid_ in tm.FINE_SWEEP.items())
+    lines = ["#### What the agreement rests on", "",
+             f"Each constant varied alone, the others kept, over {grid} of its value ({fine}; the two queues: every "
+             "whole depth from 1 to twice the model's), and the versions that stay within "
+             f"±{tm.TARGET:.0%} of AMD's figure at each value (of {n}; `time_model.sensitivity`, kept in the record "
+             "above). A span that ends at the first or last value swept may go on beyond it.", "",
+             f"| constant | the model's | all {n} within | versions within ±{tm.TARGET:.0%} at each value swept |",
+             "|---|---|---|---|"]
+    for (name, value, held, _), r in zip(table, sweep["rows"]):
+        cells = " · ".join((f"**{tm.number(v['value'], r['unit'])}: {len(v['within'])}**" if v["value"] == r["value"]
+                            else f"{tm.number(v['value'], r['unit'])}: {len(v['within'])}") for v in r["values"])
+        lines.append(f"| {name} | {value} | {held} | {cells} |")
+    lines += ["", tm.agreement_words(sweep["rows"], n), ""]
+    return "\n".join(lines)
+
+
 def update(root: Path, write: bool) -> list[str]:
     """Redraw the mix (only when its numbers changed) and rewrite the AMD section of book/results.md; return the
     files that changed (or, with ``write=False``, that are stale)."""
@@ -192,6 +228,7 @@ def update(root: Path, write: bool) -> list[str]:
     try:
         rows = amd.mixes()
         timed = time_rows()
+        loops = sensitivity_loops()
     except BackendMissing:         # a Triton without AMD's code generator cannot check the section: leave it as is
         return []
     changed = []
@@ -206,7 +243,13 @@ def update(root: Path, write: bool) -> list[str]:
             draw_time(path, timed)
         changed.append("book/" + TIME_IMAGE)
     path = root / RECORD
-    text = json.dumps(record(timed), indent=1, ensure_ascii=False) + "\n"
+    # The sweep runs the model some five hundred times: it is kept in the record with a digest of what it read, and
+    # run again only when that changes (a check without writing reports the record stale instead).
+    kept = json.loads(path.read_text()).get("sensitivity") if path.exists() else None
+    sweep = kept if kept and kept.get("inputs") == amd.time_model.sensitivity_inputs(loops) else None
+    if sweep is None and write:
+        sweep = amd.time_model.sensitivity(loops)
+    text = json.dumps(record(timed, sweep), indent=1, ensure_ascii=False) + "\n"
     if not path.exists() or path.read_text() != text:
         if write:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -218,6 +261,7 @@ def update(root: Path, write: bool) -> list[str]:
             results.write_text(results.read_text().rstrip("\n") + f"\n\n{BEGIN}\n{END}\n")
         else:
             return changed + ["book/results.md"]
-    if replace_between(results, BEGIN, END, markdown(rows) + "\n" + time_markdown(timed), write):
+    section = markdown(rows) + "\n" + time_markdown(timed) + "\n" + sensitivity_markdown(sweep or kept)
+    if replace_between(results, BEGIN, END, section.rstrip("\n") + "\n", write):
         changed.append("book/results.md")
     return changed
