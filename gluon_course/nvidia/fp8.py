@@ -12,6 +12,7 @@ import json
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..validate import INT32_MAX, require_cuda_tensor, require_matrix
 
@@ -408,11 +409,138 @@ def _rounding_problem(what, x, x_q, scale) -> str | None:
     return None
 
 
+# A conversion to e4m3 meets a value past its range in one of two ways, e4m3 having no infinity: it saturates it to
+# ±448, or it gives NaN. Past E4M3_OVERFLOW (464, halfway from 448 to 480, where e4m3's NaN pattern sits) a value
+# rounds beyond 448. torch's eager cast saturates from 2.12 on (the torch 2.13 CPU build this course installs: its
+# torch/headeronly/util/Float8_e4m3fn.h sends finite overflow and infinity to ±448, and [460, 900, -5000, inf] comes
+# out [448, 448, -448, 448]); before 2.12 it gave NaN past 464, on the CPU and on CUDA (PyTorch's pull request 178817
+# made it saturate). A quantizer that leaves the saturation to the cast is right on one build and NaN on another, and
+# a check run with a saturating cast cannot tell it from one that clamps. So the check runs quantize under
+# ``NonSaturatingCasts``: each of its conversions to e4m3 gives NaN past the range, as torch before 2.12 does.
+E4M3_OVERFLOW = 464.0
+
+
+def _nan_past_range(source: torch.Tensor, converted: torch.Tensor) -> torch.Tensor:
+    """``converted`` (e4m3, ``source`` cast by torch) with NaN, of the source's sign, wherever |source| > 464."""
+    past = ~(source.float().abs() <= E4M3_OVERFLOW)
+    if not bool(past.any()):
+        return converted
+    bits = converted.view(torch.uint8).clone()
+    bits[torch.broadcast_to(past, bits.shape)] = 0x7F
+    bits[torch.broadcast_to(past & (source.float() < 0), bits.shape)] = 0xFF
+    return bits.view(FP8)
+
+
+class NonSaturatingCasts(TorchFunctionMode):
+    """While active, every conversion of a non-e4m3 tensor to e4m3 (``.to``, ``.type``, ``copy_`` into an e4m3 tensor,
+    an assignment into one) gives NaN where the value lies past the range, as torch's cast did before 2.12, whatever
+    this torch does; ``conversions`` counts them and ``largest`` is the largest magnitude handed to one. ``failure``:
+    the shapes of the tensors of the first torch call that raised (a broadcast that could not be made, say)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conversions, self.largest, self.failure = 0, 0.0, None
+
+    def _seen(self, source):
+        self.conversions += 1
+        if source.numel():
+            self.largest = max(self.largest, float(source.float().abs().nan_to_num(posinf=float("inf")).max()))
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        try:
+            if name in ("copy_", "__setitem__") and isinstance(args[0], torch.Tensor) and args[0].dtype == FP8:
+                source = args[-1] if name == "__setitem__" else args[1]
+                if isinstance(source, (int, float)):
+                    source = torch.tensor(float(source))
+                if isinstance(source, torch.Tensor) and source.dtype != FP8:
+                    self._seen(source)
+                    args = (*args[:-1], _nan_past_range(source, source.to(FP8))) if name == "__setitem__" else \
+                        (args[0], _nan_past_range(source, source.to(FP8)), *args[2:])
+                return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+        except Exception:
+            if self.failure is None:
+                self.failure = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
+            raise
+        if name in ("to", "type") and isinstance(out, torch.Tensor) and out.dtype == FP8 and \
+                isinstance(args[0], torch.Tensor) and args[0].dtype != FP8:
+            self._seen(args[0])
+            out = _nan_past_range(args[0], out)
+        return out
+
+
+def _this_torch() -> str:
+    """What this torch's own cast does past the range, in words."""
+    saturates = not bool(torch.isnan(torch.tensor([900.0]).to(FP8).float()).any())
+    return f"torch {torch.__version__} here {'saturates by itself' if saturates else 'gives NaN too'}"
+
+
+def _line_in(quantize, error: BaseException) -> str:
+    """``line N (`code`)``: the innermost line of ``quantize``'s own file that the error passed through."""
+    import linecache
+
+    where, tb = "", error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == quantize.__code__.co_filename:
+            where = f"line {tb.tb_lineno} (`{linecache.getline(code.co_filename, tb.tb_lineno).strip()}`)"
+        tb = tb.tb_next
+    return where or "a line of its own"
+
+
+def _no_broadcast(what: str, x_shape, per_row: bool, shapes, where: str) -> str | None:
+    """The sentence for a torch call of quantize whose tensors (``shapes``) cannot be broadcast together; None when
+    they can (the call failed for another reason)."""
+    try:
+        torch.broadcast_shapes(*shapes)
+        return None
+    except RuntimeError:
+        pass
+    rows, cols = x_shape
+    other = next((s for s in shapes if s != tuple(x_shape)), shapes[-1])
+    n = math.prod(other)
+    if n == cols:
+        cause = (f"it holds {cols} values, one per column of x: an amax over dim=0 gives one per column, and a scale "
+                 f"per row is the amax over dim=1, x.abs().amax(dim=1), {rows} values")
+    elif n == rows and other[-1] == rows:
+        cause = (f"it holds the {rows} scales of the rows as a row: torch lines a tensor's last dimension up with x's "
+                 f"last, its {cols} columns, so a scale per row must be a column, shape ({rows}, 1)")
+    else:
+        cause = f"a scale per tensor is shape (1,), and a scale per row has {rows} values, one per row of x"
+    return (f"{what}: quantize combines x ({rows} × {cols}) with a tensor of shape {other} at {where}, and the two do "
+            f"not broadcast: {cause}. Divide x by a per-row scale as a column: x / scale.reshape(-1, 1) (or "
+            "scale[:, None])" + ("" if per_row else "; per tensor, by the scale itself"))
+
+
+def _quantized(quantize, x, what: str, **kwargs):
+    """``quantize(x.clone(), **kwargs)`` under ``NonSaturatingCasts``: (its result, the watch, None), or (None, None,
+    a sentence) where it raised. An open gap (NotImplementedError) goes to the runner, which says so."""
+    watch = NonSaturatingCasts()
+    try:
+        with watch:
+            out = quantize(x.clone(), **kwargs)
+    except NotImplementedError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a learner's exception becomes a sentence, never its type or text
+        where = _line_in(quantize, e)
+        said = watch.failure and _no_broadcast(what, tuple(x.shape), kwargs.get("per_row", False), watch.failure,
+                                               where)
+        args = ", ".join(["x"] + [f"{k}=" + ("scale" if k == "scale" else repr(v)) for k, v in kwargs.items()])
+        return None, None, said or (f"{what}: quantize({args}) stopped at {where} before returning x_q and its "
+                                    f"scale, on an x of {x.shape[0]} × {x.shape[1]} fp32 values: run it on a small "
+                                    "tensor to see why")
+    if not (isinstance(out, tuple) and len(out) == 2):
+        return None, None, f"{what}: quantize must return (x_q, scale), two values; it returned {type(out).__name__}"
+    return out, watch, None
+
+
 def quantizer_problem(quantize) -> str | None:
-    """``quantize(x, per_row=False, scale=None) -> (x_q, scale)`` judged on the CPU: e4m3 out, scales of the right
-    shape, each tensor's (or row's) amax mapped to 448, every value one e4m3 rounding from x, an all-zero row kept zero,
-    and with a given scale too small for x, the values past ±448 · scale saturated to ±448 (not NaN). None, or a
-    sentence."""
+    """``quantize(x, per_row=False, scale=None) -> (x_q, scale)`` judged on the CPU, its conversions to e4m3 made
+    non-saturating (``NonSaturatingCasts``): e4m3 out, scales of the right shape, each tensor's (or row's) amax mapped
+    to 448, every value one e4m3 rounding from x, an all-zero row kept zero, and with a given scale too small for x,
+    the values past ±448 · scale clamped to ±448 before the conversion (so not NaN). None, or a sentence."""
     g = torch.Generator().manual_seed(34)
     x = torch.randn(64, 512, generator=g) * 10
     x[3, 7] = -900.0             # a row whose largest magnitude is negative
@@ -421,10 +549,10 @@ def quantizer_problem(quantize) -> str | None:
     x[11] *= 1e-3                # a row of small values, subnormals once scaled per tensor
     for per_row in (False, True):
         what = "per row" if per_row else "per tensor"
-        try:
-            x_q, scale = quantize(x.clone(), per_row=per_row)
-        except Exception as e:  # noqa: BLE001 - a learner's exception becomes a sentence
-            return f"quantize(x, per_row={per_row}) raised {type(e).__name__}: {e}"
+        out, _, said = _quantized(quantize, x, what, per_row=per_row)
+        if said:
+            return said
+        x_q, scale = out
         if not isinstance(x_q, torch.Tensor) or x_q.dtype != FP8 or tuple(x_q.shape) != tuple(x.shape):
             return f"{what}: x_q must be a torch.float8_e4m3fn tensor of x's shape, got {getattr(x_q, 'dtype', x_q)}"
         want = (x.shape[0],) if per_row else (1,)
@@ -454,12 +582,25 @@ def quantizer_problem(quantize) -> str | None:
         problem = _rounding_problem(what, x, x_q, scale)
         if problem:
             return problem
-    # A static scale, four times too small for x's amax: what lies past ±448 · scale saturates.
+    # A static scale, four times too small for x's amax: x / scale reaches ±4 · 448, which must reach the conversion
+    # clamped to ±448 (the cast here gives NaN past 464, as torch's did before 2.12, whatever this torch does).
     small = (x.abs().amax() / E4M3_MAX / 4).reshape(1)
-    x_q, _ = quantize(x.clone(), scale=small)
+    out, watch, said = _quantized(quantize, x, "with a given scale", scale=small)
+    if said:
+        return said
+    x_q, _ = out
+    if not watch.conversions:
+        return ("with a given scale: quantize made x_q without a conversion the check can follow; convert with "
+                ".to(torch.float8_e4m3fn), so that the check sees what reaches the conversion")
     past = (x.abs() / small) >= E4M3_MAX
     got = x_q.float()
-    if torch.isnan(got).any() or not bool((got[past] == E4M3_MAX * x[past].sign()).all()):
+    if torch.isnan(got).any():
+        return (f"with a given scale too small for x (a quarter of its amax / 448), quantize hands the conversion to "
+                f"e4m3 values up to ±{watch.largest:.0f}, past its ±448, and gets NaN: e4m3 has no infinity, and "
+                f"torch's cast gave NaN past the range before 2.12, on the CPU and on CUDA ({_this_torch()}, so the "
+                "check converts as those builds did). Clamp x / scale to ±448 before .to(torch.float8_e4m3fn), so the "
+                "answer is ±448 whatever the cast does")
+    if not bool((got[past] == E4M3_MAX * x[past].sign()).all()):
         return ("with a given scale too small for x, the values past ±448 · scale must saturate to ±448; got "
                 f"{got[past][:4].tolist()} for {x[past][:4].tolist()}")
     return _rounding_problem("with a given scale", x[~past.any(dim=1)], x_q[~past.any(dim=1)], small)

@@ -1,7 +1,8 @@
-"""Lesson 34's checks: the quantizer on the CPU; in the sm_90 machine code of your CONFIG, fp8 wgmma (QGMMA) in the K
-loop and the scales applied once per tile after it, each scale's load bounded by its own dimension; the course's tile's
-exact resources; the Blackwell variant's tcgen05 fp8 products (sm_100, compiled only); on a GPU, correctness on odd
-shapes with both kinds of scales, the refusals, and the figures against torch._scaled_mm and lesson 19's bf16 kernel."""
+"""Lesson 34's checks: the quantizer on the CPU (its conversions made non-saturating); in the sm_90 machine code of your
+CONFIG, fp8 wgmma (QGMMA) in the K loop and the scales applied once per tile after it, each scale's load bounded by its
+own dimension; the course's tile's exact resources; the Blackwell variant's tcgen05 fp8 products (sm_100, compiled
+only); on a GPU, correctness on odd shapes with both kinds of scales, the refusals, and the figures against
+torch._scaled_mm and lesson 19's bf16 kernel."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
 from gluon_course.grading.counts import mismatch
@@ -234,7 +235,8 @@ CHECKS = LessonChecks(
     machine_code=[
         Check("quantizer", "quantize (on the CPU): e4m3 out, an fp32 scale per tensor or per row mapping the amax to "
               "448, every value one e4m3 rounding from x, a zero row kept zero, values past a given scale's range "
-              "saturated to ±448", quantizer),
+              "clamped to ±448 before the conversion (which the check makes give NaN past the range, as torch's did "
+              "before 2.12)", quantizer),
         Check("fp8_k_loop_sm_90", "sm_90, your CONFIG: fp8 wgmma (QGMMA 64×BLOCK_N×32, E4M3 × E4M3 into F32) in the "
               "consumers' K loop, BLOCK_K/32 per warpgroup and step, lesson 19's loop around them, no scale or load "
               "in it (per-row and per-tensor scales)", fp8_k_loop, target="sm_90"),

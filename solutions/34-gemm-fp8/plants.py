@@ -27,6 +27,14 @@ PLANTS = [
           "        acc = acc * gl.load(w_scale_ptr)\n    ### END SOLUTION",
           "        acc = acc * gl.load(w_scale_ptr)\n    acc = acc * (gl.load(a_scale_ptr) * gl.load(w_scale_ptr))\n"
           "    ### END SOLUTION", rejected_by="scales_in_epilogue_sm_90"),
+    Plant("the clamp left out, the saturation left to the cast: right where torch's cast saturates (2.12 on), NaN "
+          "where it does not (torch before 2.12, on the CPU and on CUDA)",
+          "x_q = scaled.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)", "x_q = scaled.to(torch.float8_e4m3fn)",
+          rejected_by="quantizer"),
+    Plant("the amax per row taken over dim=0: one per column of x, which does not broadcast against x's rows",
+          "amax = x.abs().amax(dim=1) if per_row", "amax = x.abs().amax(dim=0) if per_row", rejected_by="quantizer"),
+    Plant("the per-row scale divided as a row: torch lines it up with x's columns",
+          "scaled = x / (scale.reshape(-1, 1) if per_row else scale)", "scaled = x / scale", rejected_by="quantizer"),
     Plant("a ring of 4 slots beside C's 64 KiB tile: 4 × 48 KiB + 64 KiB = 256 KiB, more than a program may use",
           '"num_warps": 8, "STAGES": 3, "GROUP_M": 8,', '"num_warps": 8, "STAGES": 4, "GROUP_M": 8,',
           rejected_by="config_fits"),
