@@ -184,7 +184,7 @@ def test_step_a_reports_a_failing_case_and_keeps_going(tmp_path):
     assert saved["one"].startswith("raised") and saved["two"] == "passed" and set(saved["seconds"]) == {"one", "two"}
 
 
-# -- the quantizer's conversions (issue 39, class 6) and its mistakes in words (class 7), on the CPU ----------------
+# -- lesson 34 on the CPU (issue 39): the quantizer's conversions and mistakes in words, the host model, mixed modes -
 
 def _planted(tmp_path, old, new):
     from gluon_course.course import lesson, load_module_file
@@ -194,6 +194,47 @@ def _planted(tmp_path, old, new):
     path = tmp_path / "planted_34.py"
     path.write_text(text.replace(old, new))
     return load_module_file(path, f"planted_34_{abs(hash(new))}")
+
+
+FLAGS = ('"A_PER_ROW": a_per_row, "W_PER_ROW": w_per_row}', '"A_PER_ROW": w_per_row, "W_PER_ROW": a_per_row}')
+MIXED = ("A per row, W per tensor", "A per tensor, W per row")
+
+
+def test_scale_modes_and_inputs_cover_the_mixed_modes():
+    assert fp8.SCALE_MODES == {"per tensor": (False, False), "per row": (True, True), MIXED[0]: (True, False),
+                               MIXED[1]: (False, True)}
+    import inspect
+    assert inspect.signature(fp8.check_fp8).parameters["modes"].default == tuple(fp8.SCALE_MODES), \
+        "the GPU check runs every mode the launcher takes"
+    for mode, (a_row, w_row) in fp8.SCALE_MODES.items():
+        a, w, sa, sw = fp8.fp8_inputs(17, 40, 80, (a_row, w_row), device="cpu")
+        assert sa.shape == ((17,) if a_row else (1,)) and sw.shape == ((40,) if w_row else (1,))
+        assert float(sw.min()) >= 2 * float(sa.max()), "every W scale at least twice every A scale"
+        assert fp8.require_fp8_linear_args(a, w, sa, sw, on_gpu=False)[3:] == (a_row, w_row)
+
+
+def test_host_model_walks_every_tile_on_one_program():
+    """(The solution's host_model check, 3 programs, runs in tests/test_lessons.py.) One program walks all 4 tiles."""
+    mod = load_solution("34")
+    assert fp8.check_fp8(fp8.model_launch(mod, programs=1), ((129, 264, 144),), device="cpu") is None
+
+
+def test_gpu_comparison_rejects_swapped_flags_in_the_mixed_modes(tmp_path):
+    """The GPU check, as it runs there (check_fp8 on fp8_inputs, the same seeds and shapes), with the host model in the
+    GPU's place and each scale followed by copies of itself: a read past a scale's end faults nothing, as on a GPU,
+    and finds the best value it could. The swapped per-row flags still miss the bound in both mixed modes, and the
+    solution passes them."""
+    shapes = fp8.FP8_SHAPES[:3] + ((127, 264, 64),)
+    mod = load_solution("34")
+    assert fp8.check_fp8(fp8.model_launch(mod, pad_scales=True), shapes, MIXED, device="cpu") is None
+    planted = _planted(tmp_path, *FLAGS)
+    for mode in MIXED:
+        said = fp8.check_fp8(fp8.model_launch(planted, pad_scales=True), shapes, (mode,), device="cpu")
+        assert said and "out of tolerance" in said and mode in said, said
+    # Where both scales are of one kind the swap changes nothing: per tensor everywhere, and per row wherever M > 1
+    # (at M = 1 A's one scale is per tensor to the launcher, so "per row" at 1 × 8 × 16 is itself a mixed mode).
+    assert fp8.check_fp8(fp8.model_launch(planted, pad_scales=True), shapes, ("per tensor",), device="cpu") is None
+    assert fp8.check_fp8(fp8.model_launch(planted, pad_scales=True), shapes[1:], ("per row",), device="cpu") is None
 
 
 def test_nonsaturating_casts_give_nan_past_the_range_whatever_this_torch_does():
