@@ -213,12 +213,6 @@ def test_scale_modes_and_inputs_cover_the_mixed_modes():
         assert fp8.require_fp8_linear_args(a, w, sa, sw, on_gpu=False)[3:] == (a_row, w_row)
 
 
-def test_host_model_walks_every_tile_on_one_program():
-    """(The solution's host_model check, 3 programs, runs in tests/test_lessons.py.) One program walks all 4 tiles."""
-    mod = load_solution("34")
-    assert fp8.check_fp8(fp8.model_launch(mod, programs=1), ((129, 264, 144),), device="cpu") is None
-
-
 def test_gpu_comparison_rejects_swapped_flags_in_the_mixed_modes(tmp_path):
     """The GPU check, as it runs there (check_fp8 on fp8_inputs, the same seeds and shapes), with the host model in the
     GPU's place and each scale followed by copies of itself: a read past a scale's end faults nothing, as on a GPU,
