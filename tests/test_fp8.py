@@ -182,3 +182,85 @@ def test_step_a_reports_a_failing_case_and_keeps_going(tmp_path):
     assert session._case(out, path, "two", lambda: None) == "passed"
     saved = json.loads(path.read_text())
     assert saved["one"].startswith("raised") and saved["two"] == "passed" and set(saved["seconds"]) == {"one", "two"}
+
+
+# -- lesson 34 on the CPU (issue 39): the quantizer's conversions and mistakes in words, the host model, mixed modes -
+
+def _planted(tmp_path, old, new):
+    from gluon_course.course import lesson, load_module_file
+
+    text = lesson("34").solution_path.read_text()
+    assert text.count(old) == 1, old
+    path = tmp_path / "planted_34.py"
+    path.write_text(text.replace(old, new))
+    return load_module_file(path, f"planted_34_{abs(hash(new))}")
+
+
+FLAGS = ('"A_PER_ROW": a_per_row, "W_PER_ROW": w_per_row}', '"A_PER_ROW": w_per_row, "W_PER_ROW": a_per_row}')
+MIXED = ("A per row, W per tensor", "A per tensor, W per row")
+
+
+def test_scale_modes_and_inputs_cover_the_mixed_modes():
+    assert fp8.SCALE_MODES == {"per tensor": (False, False), "per row": (True, True), MIXED[0]: (True, False),
+                               MIXED[1]: (False, True)}
+    import inspect
+    assert inspect.signature(fp8.check_fp8).parameters["modes"].default == tuple(fp8.SCALE_MODES), \
+        "the GPU check runs every mode the launcher takes"
+    for mode, (a_row, w_row) in fp8.SCALE_MODES.items():
+        a, w, sa, sw = fp8.fp8_inputs(17, 40, 80, (a_row, w_row), device="cpu")
+        assert sa.shape == ((17,) if a_row else (1,)) and sw.shape == ((40,) if w_row else (1,))
+        assert float(sw.min()) >= 2 * float(sa.max()), "every W scale at least twice every A scale"
+        assert fp8.require_fp8_linear_args(a, w, sa, sw, on_gpu=False)[3:] == (a_row, w_row)
+
+
+def test_gpu_comparison_rejects_swapped_flags_in_the_mixed_modes(tmp_path):
+    """The GPU check, as it runs there (check_fp8 on fp8_inputs, the same seeds and shapes), with the host model in the
+    GPU's place and each scale followed by copies of itself: a read past a scale's end faults nothing, as on a GPU,
+    and finds the best value it could. The swapped per-row flags still miss the bound in both mixed modes, and the
+    solution passes them."""
+    shapes = fp8.FP8_SHAPES[:3] + ((127, 264, 64),)
+    mod = load_solution("34")
+    assert fp8.check_fp8(fp8.model_launch(mod, pad_scales=True), shapes, MIXED, device="cpu") is None
+    planted = _planted(tmp_path, *FLAGS)
+    for mode in MIXED:
+        said = fp8.check_fp8(fp8.model_launch(planted, pad_scales=True), shapes, (mode,), device="cpu")
+        assert said and "out of tolerance" in said and mode in said, said
+    # Where both scales are of one kind the swap changes nothing: per tensor everywhere, and per row wherever M > 1
+    # (at M = 1 A's one scale is per tensor to the launcher, so "per row" at 1 × 8 × 16 is itself a mixed mode).
+    assert fp8.check_fp8(fp8.model_launch(planted, pad_scales=True), shapes, ("per tensor",), device="cpu") is None
+    assert fp8.check_fp8(fp8.model_launch(planted, pad_scales=True), shapes[1:], ("per row",), device="cpu") is None
+
+
+def test_nonsaturating_casts_give_nan_past_the_range_whatever_this_torch_does():
+    values = torch.tensor([100.0, 460.0, 464.0, 465.0, 900.0, -5000.0, float("inf"), float("-inf")])
+    ours = [448.0, 448.0]                                  # torch < 2.12: 460 and 464 round to 448, past 464 is NaN
+    before = values.to(fp8.FP8)                             # this torch's own cast (2.13 saturates: 448, -448)
+    with fp8.NonSaturatingCasts() as watch:
+        got = [values.to(fp8.FP8), values.to(dtype=fp8.FP8), values.type(fp8.FP8)]
+        into = torch.empty(8, dtype=fp8.FP8)
+        into.copy_(values)
+        got.append(into.clone())
+        into2 = torch.empty(8, dtype=fp8.FP8)
+        into2[:] = values
+        got.append(into2)
+    for g in got:
+        f = g.float()
+        assert f[0] == 96.0 and f[1:3].tolist() == ours and torch.isnan(f[3:]).all(), f
+        assert g.view(torch.uint8)[5].item() == 0xFF, "NaN keeps the source's sign"
+    assert watch.conversions == 5 and watch.largest == float("inf")
+    assert torch.equal(values.to(fp8.FP8).view(torch.uint8), before.view(torch.uint8)), "outside it, torch's own"
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("x_q = scaled.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)", "x_q = scaled.to(torch.float8_e4m3fn)",
+     ("NaN", "±1792", "Clamp x / scale to ±448")),
+    ("amax = x.abs().amax(dim=1) if per_row", "amax = x.abs().amax(dim=0) if per_row",
+     ("(512, 1)", "one per column of x", "amax(dim=1)", "64 × 512")),
+    ("scaled = x / (scale.reshape(-1, 1) if per_row else scale)", "scaled = x / scale",
+     ("shape (64,)", "as a row", "shape (64, 1)", "scale.reshape(-1, 1)")),
+])
+def test_quantizer_mistakes_read_as_sentences(tmp_path, old, new, words):
+    said = fp8.quantizer_problem(_planted(tmp_path, old, new).quantize)
+    assert said and all(w in said for w in words), said
+    for noise in ("Error", "must match the size", "non-singleton", "Traceback"):
+        assert noise not in said, said

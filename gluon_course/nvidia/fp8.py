@@ -12,6 +12,7 @@ import json
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..validate import INT32_MAX, require_cuda_tensor, require_matrix
 
@@ -100,11 +101,15 @@ def require_fp8_linear_args(a, w, a_scale, w_scale, c=None, on_gpu: bool = True)
 
 # -- inputs, reference, tolerance -----------------------------------------------------------------------
 
-def fp8_inputs(M: int, N: int, K: int, per_row: bool, device="cuda", seed: int = 0, margin: int = 4096):
+def fp8_inputs(M: int, N: int, K: int, per_row, device="cuda", seed: int = 0, margin: int = 4096):
     """Fresh e4m3 operands A (M × K) and W (N × K) and their fp32 scales, independent of any quantizer: the values
-    are standard normal times 64, clamped to ±448 and rounded to e4m3 (so they cover e4m3's exponents, subnormals
-    included), each matrix inside a NaN-filled buffer (a read past an end brings NaN into C); the scales are random
-    in [2^-9, 2^-5] (per tensor: one each; per row: M and N of them)."""
+    are standard normal times 64, clamped to ±448 and rounded to e4m3 by torch's cast (to nearest, ties to even, as
+    the GPU's conversion rounds; so they cover e4m3's exponents, subnormals included), each matrix inside a NaN-filled
+    buffer (a read past an end brings NaN into C). ``per_row``: True (both scales one per row: M for A, N for W),
+    False (both one per tensor), or a pair (A's, W's) for the mixed modes. The scales are random, A's in
+    [2^-9, 2^-7] and W's in [2^-6, 2^-4]: every scale of W is at least twice every scale of A, so a kernel that
+    applies one operand's scale where the other's belongs is off by 2× or more wherever it does."""
+    a_row, w_row = tuple(per_row) if isinstance(per_row, (tuple, list)) else (per_row, per_row)
     g = torch.Generator(device="cpu").manual_seed(seed)
 
     def operand(rows):
@@ -113,11 +118,11 @@ def fp8_inputs(M: int, N: int, K: int, per_row: bool, device="cuda", seed: int =
         buffer = torch.full((values.numel() + 2 * margin,), 0x7F, dtype=torch.uint8, device=device).view(FP8)
         return buffer[margin: margin + values.numel()].view(rows, K).copy_(values.to(device))
 
-    def scale(n):
-        return (2.0 ** (-9 + 4 * torch.rand(n, generator=g))).to(device)
+    def scale(n, lowest):
+        return (2.0 ** (lowest + 2 * torch.rand(n, generator=g))).to(device)
 
     a, w = operand(M), operand(N)
-    return a, w, scale(M if per_row else 1), scale(N if per_row else 1)
+    return a, w, scale(M if a_row else 1, -9), scale(N if w_row else 1, -6)
 
 
 def dequantized(x_q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -188,23 +193,32 @@ def error_fraction(c, ref, allowed) -> float:
 # K = 4112: 16 past 4096, N = 136, 264, 40), a single row, and two shapes with more tiles than an H200 holds programs.
 FP8_SHAPES = ((1, 8, 16), (17, 40, 80), (128, 256, 128), (1000, 1000, 1008), (4097, 136, 1008), (256, 512, 4112),
               (127, 264, 64), (4097, 2056, 208), (2000, 4104, 96))
-SCALE_MODES = {"per tensor": False, "per row": True}
+# The scales' kinds, (A's per row, W's per row): the launcher takes each operand's scale one per tensor or one per row,
+# independently, so the kernel meets all four.
+SCALE_MODES = {"per tensor": (False, False), "per row": (True, True), "A per row, W per tensor": (True, False),
+               "A per tensor, W per row": (False, True)}
 
 
-def check_fp8(launch, shapes=FP8_SHAPES, modes=tuple(SCALE_MODES)) -> str | None:
+def check_fp8(launch, shapes=FP8_SHAPES, modes=tuple(SCALE_MODES), device="cuda", caught=()) -> str | None:
     """``launch(a, w, a_scale, w_scale, c)`` on fresh inputs for each shape and scale mode, C NaN inside a guarded
-    buffer: no element left NaN, nothing written outside C, every element within ``allowed_error``."""
+    buffer: no element left NaN, nothing written outside C, every element within ``allowed_error``. ``device``: where
+    the tensors live ("cpu" for the host model's launch, ``model_launch``); an exception of ``caught`` raised by the
+    launch (the host model's sentences) becomes the answer, with the shape and mode it happened at."""
     from ..measure.tensors import guarded_empty
 
     for M, N, K in shapes:
         for mode in modes:
-            a, w, sa, sw = fp8_inputs(M, N, K, SCALE_MODES[mode], seed=M + N + K)
-            guard = guarded_empty((M, N), torch.bfloat16)
-            launch(a, w, sa, sw, guard.tensor)
-            torch.cuda.synchronize()
+            a, w, sa, sw = fp8_inputs(M, N, K, SCALE_MODES[mode], device=device, seed=M + N + K)
+            guard = guarded_empty((M, N), torch.bfloat16, device=device)
+            where = f"shape {M}×{N}×{K}, scales {mode}"
+            try:
+                launch(a, w, sa, sw, guard.tensor)
+            except caught as e:
+                return f"{where}: {e}"
+            if guard.tensor.is_cuda:
+                torch.cuda.synchronize()
             ref = reference(a, w, sa, sw)
             problem = compare(guard.tensor, ref, allowed_error(ref, a, w, sa, sw))
-            where = f"shape {M}×{N}×{K}, scales {mode}"
             if problem:
                 return f"{where}: {problem}."
             if not guard.margins_untouched():
@@ -218,6 +232,131 @@ def correct_here(module_file: str, shapes: str) -> str | None:
 
     mod = load_module_file(module_file)
     return check_fp8(lambda a, w, sa, sw, c: mod.matmul(a, w, sa, sw, c), [tuple(s) for s in json.loads(shapes)])
+
+
+# -- the host model: the launcher's own path and the kernel's own code, on the CPU ----------------------------------
+
+# What the host model assumes of fp8 wgmma, against what is known of Hopper's. The model's wgmma (model.shims) sums
+# one instruction's products exactly and adds them to the fp32 accumulator with one rounding: two e4m3 values have 4
+# significant bits each, so every product is exact, and the sums are as good as fp32 holds. Hopper's fp8 wgmma keeps
+# fewer bits of its running sum (about 14, ACC_BOUND above), and Triton 3.9.0 asks it for no promotion on sm_90
+# (max_num_imprecise_acc_default = 2**30): what cuBLASLt calls fast accumulation, torch._scaled_mm's use_fast_accum=True
+# (with it off, cuBLAS's documentation says, intermediate results are periodically promoted to a higher precision). So
+# the model's C is nearer the exact product than a GPU's, and the host model holds it to the GPU's own bound,
+# ``allowed_error``, through the GPU's own comparison, ``check_fp8``, not to the model's exactness: it asks nothing of
+# a kernel that Hopper's accumulation could not meet, and a scale taken from another row, column or operand, or applied
+# twice, misses the bound by a factor (``fp8_inputs``: every W scale is at least twice every A scale, and the scales of
+# the rows differ by up to 4×).
+# Shapes for the model, at the course's tile 128 × 256 × 128 on 3 programs: tails past every edge (260 = 2·128 + 4
+# rows, 520 = 2·256 + 8 columns, 144 = 128 + 16 of K), 9 tiles, pid_m and pid_n apart in 6 of them, 3 tiles a
+# program; a 1-row and an 8-column tail; a single row.
+MODEL_SHAPES = ((260, 520, 144), (129, 264, 144), (1, 8, 16))
+MODEL_PROGRAMS = 3
+
+
+class KernelInModel:
+    """What a plan of lesson 34 calls to launch its kernel (its ``launcher``, a ``nvidia.launch.KeptLaunch`` on a GPU),
+    standing in for it on the CPU: called as the plan's ``launch`` calls it, with the grid, the stream, the descriptors
+    (host TensorDescriptors on the tensors' addresses) and the kernel's other arguments (the scales, M, N, K and the
+    constexprs, in the kernel's order), it runs ``kernel``'s own code in the host model on copies of the tensors those
+    arguments point at, then copies C back into its tensor. ``tensors``: name → the launch's torch tensors (CPU);
+    ``pad_scales``: each scale's copy followed by copies of its last element, as many as the larger of M and N, so that
+    a read past a scale's end finds the scale again (the best a GPU's memory could hold for a kernel that reads past
+    it) instead of stopping the model: what the GPU check's comparison alone must then catch."""
+
+    def __init__(self, kernel, num_warps: int, tensors: dict, pad_scales: bool = False):
+        self.kernel, self.num_warps, self.tensors, self.pad_scales = kernel, num_warps, tensors, pad_scales
+
+    def _buffers(self):
+        import numpy as np
+        from triton.experimental.gluon import language as gl
+
+        from ..model import Buffer
+
+        dtypes = {FP8: gl.float8e4nv, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
+        longest = max(t.shape[0] for name, t in self.tensors.items() if name in ("a", "w"))
+        out = {}
+        for name, t in self.tensors.items():
+            values = t.float().numpy()
+            if name.endswith("_scale") and self.pad_scales:
+                values = np.concatenate([values.reshape(-1), np.full(longest, values.reshape(-1)[-1], np.float32)])
+            out[t.data_ptr()] = Buffer(name, values, dtypes[t.dtype], poison=name == "c")
+        return out
+
+    def __call__(self, grid_x: int, stream, descriptors, rest) -> None:
+        from ..model import HostTensorDescriptor, ModelError, ModelOutOfBounds, Pointer, run
+
+        buffers = self._buffers()
+
+        def at(address, what):
+            if address not in buffers:
+                raise ModelError(f"the kernel is handed {what} at an address that is none of A, W, C and the two "
+                                 "scales")
+            return buffers[address]
+
+        descs = []
+        for d in descriptors:
+            buf = at(d.base.data_ptr(), "a descriptor")
+            if list(d.shape) != list(buf.shape) or list(d.strides) != [buf.shape[1], 1]:
+                raise ModelError(f"the descriptor of {buf.name} describes {list(d.shape)} with strides "
+                                 f"{list(d.strides)}, not the row-major {list(buf.shape)} tensor at its address")
+            element_bytes = self.tensors[buf.name].element_size()
+            descs.append(HostTensorDescriptor(buf, d.block_shape, d.layout, element_bytes=element_bytes))
+        args = [Pointer(at(x.data_ptr(), "a tensor")) if isinstance(x, torch.Tensor) else x for x in rest]
+        try:
+            run(self.kernel, grid_x, *descs, *args, num_warps=self.num_warps)
+        except ModelOutOfBounds as e:
+            scale = next((n for n in ("a_scale", "w_scale") if f" {n} " in str(e)), None)
+            if scale is None:
+                raise
+            n = self.tensors[scale].numel()
+            raise ModelOutOfBounds(
+                f"the kernel reads {scale} past its end ({n} element{'s' if n > 1 else ''}, "
+                f"{'one per row of ' + ('A' if scale == 'a_scale' else 'W') if n > 1 else 'one per tensor'}): is it "
+                "read one per row where it is one element (A_PER_ROW and W_PER_ROW swapped), handed in the other "
+                "scale's place (a_scale_ptr and w_scale_ptr swapped), or indexed by the other dimension (A's scales "
+                "go with C's rows, pid_m, W's with C's columns, pid_n)?") from None
+        c = self.tensors["c"]
+        c_buf = buffers[c.data_ptr()]
+        twice = c_buf.writes > 1
+        if twice.any():
+            i, j = divmod(int(twice.argmax()), c.shape[1])
+            raise ModelError(f"{int(twice.sum())} element(s) of C written more than once, the first C[{i}, {j}]: a "
+                             "tile of C computed by two programs, or stored twice")
+        c.copy_(torch.from_numpy(c_buf.values().copy()))
+
+
+def model_launch(mod, programs: int = MODEL_PROGRAMS, pad_scales: bool = False, **config):
+    """``launch(a, w, a_scale, w_scale, c)`` on CPU tensors for ``check_fp8``: the module's own launcher path with the
+    host model in the GPU's place. The module's ``Plan`` is built from the tensors (its checks, the configuration
+    merged with ``config``, the flags A_PER_ROW and W_PER_ROW, the kernel's arguments), its grid set as its first launch
+    sets it with ``programs`` in place of the GPU's SMs, and its ``launch`` run with ``KernelInModel`` as the
+    launcher: the descriptors, scales, sizes and constexprs it hands the kernel are what the model runs."""
+    def launch(a, w, a_scale, w_scale, c):
+        plan = mod.Plan(a, w, a_scale, w_scale, c, config, programs)
+        if plan.empty:
+            if plan.zero_c:
+                c.zero_()
+            return
+        plan.grid, plan.stream = (min(plan.tiles, programs), 1, 1), (lambda device_index: 0)
+        tensors = {"a": a, "w": w, "a_scale": a_scale, "w_scale": w_scale, "c": c}
+        plan.launcher = KernelInModel(plan.launcher.kernel, plan.launcher.num_warps, tensors, pad_scales)
+        plan.launch(a, w, a_scale, w_scale, c)
+    return launch
+
+
+def host_model_problem(mod, shapes=MODEL_SHAPES, programs: int = MODEL_PROGRAMS):
+    """Lesson 34's host-model check: ``check_fp8``, the GPU's comparison, on ``model_launch`` (the plan's path, the
+    kernel's code in the host model) at ``shapes``, in all four scale modes; None, or one sentence (NotChecked where
+    the kernel uses what the model does not model)."""
+    from ..grading import NotChecked
+    from ..model import ModelError, ModelUnsupported
+
+    try:
+        problem = check_fp8(model_launch(mod, programs), shapes, device="cpu", caught=(ModelError,))
+    except ModelUnsupported as e:
+        return NotChecked(f"the host model does not model {e}")
+    return f"in the host model, {problem}" if problem else None
 
 
 # What torch._scaled_mm asks of the shapes on CUDA, in _scaled_mm_out_cuda (aten/src/ATen/native/cuda/ScaledBlas.cpp,
@@ -408,11 +547,138 @@ def _rounding_problem(what, x, x_q, scale) -> str | None:
     return None
 
 
+# A conversion to e4m3 meets a value past its range in one of two ways, e4m3 having no infinity: it saturates it to
+# ±448, or it gives NaN. Past E4M3_OVERFLOW (464, halfway from 448 to 480, where e4m3's NaN pattern sits) a value
+# rounds beyond 448. torch's eager cast saturates from 2.12 on (the torch 2.13 CPU build this course installs: its
+# torch/headeronly/util/Float8_e4m3fn.h sends finite overflow and infinity to ±448, and [460, 900, -5000, inf] comes
+# out [448, 448, -448, 448]); before 2.12 it gave NaN past 464, on the CPU and on CUDA (PyTorch's pull request 178817
+# made it saturate). A quantizer that leaves the saturation to the cast is right on one build and NaN on another, and
+# a check run with a saturating cast cannot tell it from one that clamps. So the check runs quantize under
+# ``NonSaturatingCasts``: each of its conversions to e4m3 gives NaN past the range, as torch before 2.12 does.
+E4M3_OVERFLOW = 464.0
+
+
+def _nan_past_range(source: torch.Tensor, converted: torch.Tensor) -> torch.Tensor:
+    """``converted`` (e4m3, ``source`` cast by torch) with NaN, of the source's sign, wherever |source| > 464."""
+    past = ~(source.float().abs() <= E4M3_OVERFLOW)
+    if not bool(past.any()):
+        return converted
+    bits = converted.view(torch.uint8).clone()
+    bits[torch.broadcast_to(past, bits.shape)] = 0x7F
+    bits[torch.broadcast_to(past & (source.float() < 0), bits.shape)] = 0xFF
+    return bits.view(FP8)
+
+
+class NonSaturatingCasts(TorchFunctionMode):
+    """While active, every conversion of a non-e4m3 tensor to e4m3 (``.to``, ``.type``, ``copy_`` into an e4m3 tensor,
+    an assignment into one) gives NaN where the value lies past the range, as torch's cast did before 2.12, whatever
+    this torch does; ``conversions`` counts them and ``largest`` is the largest magnitude handed to one. ``failure``:
+    the shapes of the tensors of the first torch call that raised (a broadcast that could not be made, say)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conversions, self.largest, self.failure = 0, 0.0, None
+
+    def _seen(self, source):
+        self.conversions += 1
+        if source.numel():
+            self.largest = max(self.largest, float(source.float().abs().nan_to_num(posinf=float("inf")).max()))
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        try:
+            if name in ("copy_", "__setitem__") and isinstance(args[0], torch.Tensor) and args[0].dtype == FP8:
+                source = args[-1] if name == "__setitem__" else args[1]
+                if isinstance(source, (int, float)):
+                    source = torch.tensor(float(source))
+                if isinstance(source, torch.Tensor) and source.dtype != FP8:
+                    self._seen(source)
+                    args = (*args[:-1], _nan_past_range(source, source.to(FP8))) if name == "__setitem__" else \
+                        (args[0], _nan_past_range(source, source.to(FP8)), *args[2:])
+                return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+        except Exception:
+            if self.failure is None:
+                self.failure = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
+            raise
+        if name in ("to", "type") and isinstance(out, torch.Tensor) and out.dtype == FP8 and \
+                isinstance(args[0], torch.Tensor) and args[0].dtype != FP8:
+            self._seen(args[0])
+            out = _nan_past_range(args[0], out)
+        return out
+
+
+def _this_torch() -> str:
+    """What this torch's own cast does past the range, in words."""
+    saturates = not bool(torch.isnan(torch.tensor([900.0]).to(FP8).float()).any())
+    return f"torch {torch.__version__} here {'saturates by itself' if saturates else 'gives NaN too'}"
+
+
+def _line_in(quantize, error: BaseException) -> str:
+    """``line N (`code`)``: the innermost line of ``quantize``'s own file that the error passed through."""
+    import linecache
+
+    where, tb = "", error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == quantize.__code__.co_filename:
+            where = f"line {tb.tb_lineno} (`{linecache.getline(code.co_filename, tb.tb_lineno).strip()}`)"
+        tb = tb.tb_next
+    return where or "a line of its own"
+
+
+def _no_broadcast(what: str, x_shape, per_row: bool, shapes, where: str) -> str | None:
+    """The sentence for a torch call of quantize whose tensors (``shapes``) cannot be broadcast together; None when
+    they can (the call failed for another reason)."""
+    try:
+        torch.broadcast_shapes(*shapes)
+        return None
+    except RuntimeError:
+        pass
+    rows, cols = x_shape
+    other = next((s for s in shapes if s != tuple(x_shape)), shapes[-1])
+    n = math.prod(other)
+    if n == cols:
+        cause = (f"it holds {cols} values, one per column of x: an amax over dim=0 gives one per column, and a scale "
+                 f"per row is the amax over dim=1, x.abs().amax(dim=1), {rows} values")
+    elif n == rows and other[-1] == rows:
+        cause = (f"it holds the {rows} scales of the rows as a row: torch lines a tensor's last dimension up with x's "
+                 f"last, its {cols} columns, so a scale per row must be a column, shape ({rows}, 1)")
+    else:
+        cause = f"a scale per tensor is shape (1,), and a scale per row has {rows} values, one per row of x"
+    return (f"{what}: quantize combines x ({rows} × {cols}) with a tensor of shape {other} at {where}, and the two do "
+            f"not broadcast: {cause}. Divide x by a per-row scale as a column: x / scale.reshape(-1, 1) (or "
+            "scale[:, None])" + ("" if per_row else "; per tensor, by the scale itself"))
+
+
+def _quantized(quantize, x, what: str, **kwargs):
+    """``quantize(x.clone(), **kwargs)`` under ``NonSaturatingCasts``: (its result, the watch, None), or (None, None,
+    a sentence) where it raised. An open gap (NotImplementedError) goes to the runner, which says so."""
+    watch = NonSaturatingCasts()
+    try:
+        with watch:
+            out = quantize(x.clone(), **kwargs)
+    except NotImplementedError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a learner's exception becomes a sentence, never its type or text
+        where = _line_in(quantize, e)
+        said = watch.failure and _no_broadcast(what, tuple(x.shape), kwargs.get("per_row", False), watch.failure,
+                                               where)
+        args = ", ".join(["x"] + [f"{k}=" + ("scale" if k == "scale" else repr(v)) for k, v in kwargs.items()])
+        return None, None, said or (f"{what}: quantize({args}) stopped at {where} before returning x_q and its "
+                                    f"scale, on an x of {x.shape[0]} × {x.shape[1]} fp32 values: run it on a small "
+                                    "tensor to see why")
+    if not (isinstance(out, tuple) and len(out) == 2):
+        return None, None, f"{what}: quantize must return (x_q, scale), two values; it returned {type(out).__name__}"
+    return out, watch, None
+
+
 def quantizer_problem(quantize) -> str | None:
-    """``quantize(x, per_row=False, scale=None) -> (x_q, scale)`` judged on the CPU: e4m3 out, scales of the right
-    shape, each tensor's (or row's) amax mapped to 448, every value one e4m3 rounding from x, an all-zero row kept zero,
-    and with a given scale too small for x, the values past ±448 · scale saturated to ±448 (not NaN). None, or a
-    sentence."""
+    """``quantize(x, per_row=False, scale=None) -> (x_q, scale)`` judged on the CPU, its conversions to e4m3 made
+    non-saturating (``NonSaturatingCasts``): e4m3 out, scales of the right shape, each tensor's (or row's) amax mapped
+    to 448, every value one e4m3 rounding from x, an all-zero row kept zero, and with a given scale too small for x,
+    the values past ±448 · scale clamped to ±448 before the conversion (so not NaN). None, or a sentence."""
     g = torch.Generator().manual_seed(34)
     x = torch.randn(64, 512, generator=g) * 10
     x[3, 7] = -900.0             # a row whose largest magnitude is negative
@@ -421,10 +687,10 @@ def quantizer_problem(quantize) -> str | None:
     x[11] *= 1e-3                # a row of small values, subnormals once scaled per tensor
     for per_row in (False, True):
         what = "per row" if per_row else "per tensor"
-        try:
-            x_q, scale = quantize(x.clone(), per_row=per_row)
-        except Exception as e:  # noqa: BLE001 - a learner's exception becomes a sentence
-            return f"quantize(x, per_row={per_row}) raised {type(e).__name__}: {e}"
+        out, _, said = _quantized(quantize, x, what, per_row=per_row)
+        if said:
+            return said
+        x_q, scale = out
         if not isinstance(x_q, torch.Tensor) or x_q.dtype != FP8 or tuple(x_q.shape) != tuple(x.shape):
             return f"{what}: x_q must be a torch.float8_e4m3fn tensor of x's shape, got {getattr(x_q, 'dtype', x_q)}"
         want = (x.shape[0],) if per_row else (1,)
@@ -454,12 +720,25 @@ def quantizer_problem(quantize) -> str | None:
         problem = _rounding_problem(what, x, x_q, scale)
         if problem:
             return problem
-    # A static scale, four times too small for x's amax: what lies past ±448 · scale saturates.
+    # A static scale, four times too small for x's amax: x / scale reaches ±4 · 448, which must reach the conversion
+    # clamped to ±448 (the cast here gives NaN past 464, as torch's did before 2.12, whatever this torch does).
     small = (x.abs().amax() / E4M3_MAX / 4).reshape(1)
-    x_q, _ = quantize(x.clone(), scale=small)
+    out, watch, said = _quantized(quantize, x, "with a given scale", scale=small)
+    if said:
+        return said
+    x_q, _ = out
+    if not watch.conversions:
+        return ("with a given scale: quantize made x_q without a conversion the check can follow; convert with "
+                ".to(torch.float8_e4m3fn), so that the check sees what reaches the conversion")
     past = (x.abs() / small) >= E4M3_MAX
     got = x_q.float()
-    if torch.isnan(got).any() or not bool((got[past] == E4M3_MAX * x[past].sign()).all()):
+    if torch.isnan(got).any():
+        return (f"with a given scale too small for x (a quarter of its amax / 448), quantize hands the conversion to "
+                f"e4m3 values up to ±{watch.largest:.0f}, past its ±448, and gets NaN: e4m3 has no infinity, and "
+                f"torch's cast gave NaN past the range before 2.12, on the CPU and on CUDA ({_this_torch()}, so the "
+                "check converts as those builds did). Clamp x / scale to ±448 before .to(torch.float8_e4m3fn), so the "
+                "answer is ±448 whatever the cast does")
+    if not bool((got[past] == E4M3_MAX * x[past].sign()).all()):
         return ("with a given scale too small for x, the values past ±448 · scale must saturate to ±448; got "
                 f"{got[past][:4].tolist()} for {x[past][:4].tolist()}")
     return _rounding_problem("with a given scale", x[~past.any(dim=1)], x_q[~past.any(dim=1)], small)

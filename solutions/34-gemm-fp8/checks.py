@@ -1,7 +1,9 @@
-"""Lesson 34's checks: the quantizer on the CPU; in the sm_90 machine code of your CONFIG, fp8 wgmma (QGMMA) in the K
-loop and the scales applied once per tile after it, each scale's load bounded by its own dimension; the course's tile's
-exact resources; the Blackwell variant's tcgen05 fp8 products (sm_100, compiled only); on a GPU, correctness on odd
-shapes with both kinds of scales, the refusals, and the figures against torch._scaled_mm and lesson 19's bf16 kernel."""
+"""Lesson 34's checks: the quantizer on the CPU (its conversions made non-saturating); in the sm_90 machine code of your
+CONFIG, fp8 wgmma (QGMMA) in the K loop and the scales applied once per tile after it, each scale's load bounded by its
+own dimension; the launcher's plan and the kernel in the host model, C against the scaled product in every scale mode;
+the course's tile's exact resources; the Blackwell variant's tcgen05 fp8 products (sm_100, compiled only); on a GPU,
+correctness on odd shapes with each operand's scale per tensor or per row (the mixed modes too), the refusals, and the
+figures against torch._scaled_mm and lesson 19's bf16 kernel."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
 from gluon_course.grading.counts import mismatch
@@ -234,13 +236,18 @@ CHECKS = LessonChecks(
     machine_code=[
         Check("quantizer", "quantize (on the CPU): e4m3 out, an fp32 scale per tensor or per row mapping the amax to "
               "448, every value one e4m3 rounding from x, a zero row kept zero, values past a given scale's range "
-              "saturated to ±448", quantizer),
+              "clamped to ±448 before the conversion (which the check makes give NaN past the range, as torch's did "
+              "before 2.12)", quantizer),
         Check("fp8_k_loop_sm_90", "sm_90, your CONFIG: fp8 wgmma (QGMMA 64×BLOCK_N×32, E4M3 × E4M3 into F32) in the "
               "consumers' K loop, BLOCK_K/32 per warpgroup and step, lesson 19's loop around them, no scale or load "
               "in it (per-row and per-tensor scales)", fp8_k_loop, target="sm_90"),
         Check("scales_in_epilogue_sm_90", "sm_90, your CONFIG: the scales applied after the K loop, two FMUL per "
               "accumulator element; per-row scales loaded once per tile, A's bounded by rows < M, W's by columns < N",
               scales_in_epilogue, target="sm_90"),
+        Check("host_model", "in the host model (no GPU): your plan's launch and your kernel's own code at your CONFIG on "
+              "3 programs, on odd shapes (tails past every tile edge) with A's and W's scales per tensor, per row and "
+              "mixed: C within the GPU check's bound of the scaled product (A's scale per row of C, W's per column), "
+              "no scale read past its end, each element of C written once", fp8.host_model_problem),
         Check("resources_sm_90", f"sm_90, at the course's tile 128×256×128 (8 consumer warps, STAGES 3): {REGISTERS} "
               f"registers, no spills, {SHARED_BYTES} shared bytes", resources, target="sm_90"),
         Check("config_fits", "your CONFIG, compiled for sm_90: fits one SM with no spills, register reallocation kept "

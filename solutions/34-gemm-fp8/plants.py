@@ -27,6 +27,33 @@ PLANTS = [
           "        acc = acc * gl.load(w_scale_ptr)\n    ### END SOLUTION",
           "        acc = acc * gl.load(w_scale_ptr)\n    acc = acc * (gl.load(a_scale_ptr) * gl.load(w_scale_ptr))\n"
           "    ### END SOLUTION", rejected_by="scales_in_epilogue_sm_90"),
+    Plant("the clamp left out, the saturation left to the cast: right where torch's cast saturates (2.12 on), NaN "
+          "where it does not (torch before 2.12, on the CPU and on CUDA)",
+          "x_q = scaled.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)", "x_q = scaled.to(torch.float8_e4m3fn)",
+          rejected_by="quantizer"),
+    Plant("the amax per row taken over dim=0: one per column of x, which does not broadcast against x's rows",
+          "amax = x.abs().amax(dim=1) if per_row", "amax = x.abs().amax(dim=0) if per_row", rejected_by="quantizer"),
+    Plant("the per-row scale divided as a row: torch lines it up with x's columns",
+          "scaled = x / (scale.reshape(-1, 1) if per_row else scale)", "scaled = x / scale", rejected_by="quantizer"),
+    Plant("A's and W's scale pointers swapped in the consumers' call of apply_scales: A's scales read per column of C "
+          "and W's per row (harmless per tensor, where the two multiply alike)",
+          "acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout,\n",
+          "acc = apply_scales(acc, w_scale_ptr, a_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout,\n",
+          rejected_by="host_model"),
+    Plant("A's and W's scales swapped in the plan's launch: the kernel's a_scale_ptr is W's scale",
+          "descs, (a_scale, w_scale, *self.rest))", "descs, (w_scale, a_scale, *self.rest))", rejected_by="host_model"),
+    Plant("the per-row flags swapped in the plan: with one operand per row and the other per tensor, the kernel reads "
+          "the single scale one per row and the per-row one once",
+          '"A_PER_ROW": a_per_row, "W_PER_ROW": w_per_row}', '"A_PER_ROW": w_per_row, "W_PER_ROW": a_per_row}',
+          rejected_by="host_model"),
+    Plant("A's per-tensor scale applied twice and W's never",
+          "else:\n        acc = acc * gl.load(w_scale_ptr)", "else:\n        acc = acc * gl.load(a_scale_ptr)",
+          rejected_by="host_model"),
+    Plant("the rows of A's scales offset by pid_n, the tile's column: a tile off the diagonal gets another tile's "
+          "rows' scales",
+          "rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n    cols",
+          "rows = pid_n * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n    cols",
+          rejected_by="host_model"),
     Plant("a ring of 4 slots beside C's 64 KiB tile: 4 × 48 KiB + 64 KiB = 256 KiB, more than a program may use",
           '"num_warps": 8, "STAGES": 3, "GROUP_M": 8,', '"num_warps": 8, "STAGES": 4, "GROUP_M": 8,',
           rejected_by="config_fits"),
@@ -36,6 +63,11 @@ PLANTS = [
     Plant("A's per-row scales read without the tile's offset: every tile of C gets the first tile's rows' scales",
           "rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n    cols",
           "rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n    cols",
+          rejected_by="correct_fp8_shapes", gpu=True),
+    Plant("the per-row flags swapped in the plan (on a GPU: the mixed modes, A per row with W per tensor and the "
+          "reverse; a read past the single scale faults nothing there, and A's rows or W's columns come out scaled by "
+          "one scale)",
+          '"A_PER_ROW": a_per_row, "W_PER_ROW": w_per_row}', '"A_PER_ROW": w_per_row, "W_PER_ROW": a_per_row}',
           rejected_by="correct_fp8_shapes", gpu=True),
     Plant("use_acc=False: every K step's products overwrite acc instead of adding to it",
           "acc = warpgroup_mma(a_ring.index(slot), w, acc, is_async=True)",
