@@ -194,8 +194,18 @@ def _describe(args, launcher: KeptLauncher) -> str:
     return ", ".join(f"{name} {'×'.join(map(str, args[i].shape))}" for name, i in launcher.tma.items())
 
 
+def valid_plan(launcher: KeptLauncher, args, what: str = "the first operands"):
+    """(plan, None) for arguments every check accepts, or (None, the sentence that says why there is none: the
+    signature is not a key, Triton's assertion refused a view, or a check refused valid operands). A lesson's other
+    checks that need a plan get it here, so that they say the same."""
+    if launcher.signature is not None:
+        problem = key_problem(launcher.signature, args)
+        if problem:
+            return None, problem
+    return _valid_plan(launcher, args, what)
+
+
 def _valid_plan(launcher: KeptLauncher, args, what: str):
-    """(plan, None) for arguments every check accepts, or (None, a sentence)."""
     how, got = _attempt(launcher, args)
     if how == "plan":
         return got, None
@@ -221,11 +231,7 @@ def plans_problem(launcher: KeptLauncher) -> str | None:
     dropped."""
     M, N, K = launcher.shape
     args = launcher.operands(M, N, K)
-    if launcher.signature is not None:
-        problem = key_problem(launcher.signature, args)
-        if problem:
-            return problem
-    first, problem = _valid_plan(launcher, args, "the first operands")
+    first, problem = valid_plan(launcher, args)
     if problem:
         return problem
     again, problem = _valid_plan(launcher, args, "the same operands again")
@@ -330,7 +336,7 @@ def descriptors_problem(launcher: KeptLauncher) -> str | None:
     the newest never dropped."""
     M, N, K = launcher.shape
     args = launcher.operands(M, N, K)
-    p, problem = _valid_plan(launcher, args, "the first operands")
+    p, problem = valid_plan(launcher, args)
     if problem:
         return problem
     d1, problem = _set(launcher, p, args, "the first operands")
@@ -407,8 +413,8 @@ def descriptors_problem(launcher: KeptLauncher) -> str | None:
     gc.collect()
     if watched() is not None:
         return (f"a freed {a_name} is still alive: the kept descriptors (or the plan) hold the tensor, not its "
-                "address, so every tensor ever passed stays in memory; build descriptors on Address(t), which keeps the "
-                "address and dtype only")
+                "address, so every tensor ever passed stays in memory; build descriptors on Address(t), which keeps "
+                "the address and dtype only")
 
     # -- the bound: DESCRIPTORS_KEPT + 8 distinct live addresses -------------------------------------------------
     bound = launcher.descriptors_kept

@@ -7,7 +7,7 @@ from gluon_course.grading import tma_gemm
 from gluon_course.grading.gemm import refuses
 from gluon_course.grading.gemm_kernel import fits
 from gluon_course.machine import compile_cached, tensor_descriptor_type
-from gluon_course.nvidia.kept_plans import KeptLauncher, descriptors_check, gemm_operands, plans_check
+from gluon_course.nvidia.kept_plans import KeptLauncher, descriptors_check, gemm_operands, plans_check, valid_plan
 
 # The probe of 2026-12-01 (results/trials/nvidia-h200-2026-12-01-call-cost-and-model-shapes.json, H200, Triton
 # 3.9.0, torch 2.11): lesson 19's matmul() 114-157 µs per call, this lesson's launcher 14.2, torch.matmul(out=) 16.1
@@ -42,9 +42,10 @@ def encoded_launch(mod):
     and encodes anew, with the new address, when C moves."""
     from gluon_course.nvidia.launch import RawLaunch, StubDriver, stub_compiled
 
-    f = mod.Matmul()
     a, b, c = gemm_operands(256, 512, 384)
-    p = f.plan(a, b, c)
+    p, problem = valid_plan(_kept(mod), (a, b, c))      # or the sentence of the plans check, where it has none
+    if problem:
+        return problem
     with StubDriver() as driver:
         k = stub_compiled(mod.v9.matmul_kernel, _compiled(mod, False), num_warps=p.num_warps)
         p.compiled, p.raw, p.grid, p.stream = k, RawLaunch.of(k), (3, 1, 1), driver.get_current_stream
