@@ -31,8 +31,8 @@ def tma_descriptor(name: str, t: torch.Tensor, block_shape: list, cga=None):
             raise ValueError(f"{name} ({rows}×{cols}, strides {tuple(t.stride())}) is not row-major: it is the "
                              f"transpose of a row-major {cols}×{rows} matrix, as w.t() gives, and TMA reads a tile "
                              f"row by row, each row contiguous. Check and describe its row-major view instead, "
-                             f"{name.split(' ')[0]}.t() ({cols}×{rows}, read by the kernel as N × K), or pass a "
-                             f"row-major copy ({name.split(' ')[0]}.contiguous())")
+                             f"{name.split(' ')[0]}.t() ({cols}×{rows}, for a kernel that reads B as N × K), or "
+                             f"pass a row-major copy ({name.split(' ')[0]}.contiguous())")
         raise ValueError(f"{name} ({rows}×{cols}, strides {tuple(t.stride())}): consecutive elements of a row are "
                          f"{t.stride(1)} apart, and TMA reads each row as contiguous memory: pass "
                          f"{name.split(' ')[0]}.contiguous()")
