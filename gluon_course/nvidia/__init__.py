@@ -7,6 +7,8 @@
 - ``dispatch``   the tuned table that picks a GEMM configuration per shape (lesson 32), with its rule for the rest
 - ``launch``     a kept plan's host side (lessons 31 and 32): signature, descriptors by address on Address stand-ins,
                  and the launch with CUtensorMaps encoded once (RawLaunch, KeptLaunch); StubDriver for the CPU
+- ``kept_plans`` the checks of a launcher's kept plans and descriptors (lessons 31 to 34), on CPU tensors: every
+                 offset TMA refuses, descriptors by address and not by Python object, the bounds filled past their ends
 - ``tiles``      device helpers the GEMM kernels after lesson 19 share (lesson 17's grouped tile order)
 - ``l2_hints``   which TMA copies of a compiled kernel carry an L2 eviction hint, read from its PTX (lesson 32)
 - ``read_ceiling`` a kernel that only reads a weight matrix through TMA: the decode shapes' ceiling at W's own size

@@ -24,6 +24,18 @@ def tma_descriptor(name: str, t: torch.Tensor, block_shape: list, cga=None):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     gl_dtype = getattr(gl, GL_DTYPE_NAMES.get(t.dtype, "float16"))
+    if t.dim() == 2 and t.shape[1] > 1 and t.stride(1) != 1:
+        # A view whose rows are not contiguous: padding cannot help, the view is the wrong one (or needs a copy).
+        rows, cols = t.shape
+        if t.stride(0) == 1:
+            raise ValueError(f"{name} ({rows}×{cols}, strides {tuple(t.stride())}) is not row-major: it is the "
+                             f"transpose of a row-major {cols}×{rows} matrix, as w.t() gives, and TMA reads a tile "
+                             f"row by row, each row contiguous. Check and describe its row-major view instead, "
+                             f"{name.split(' ')[0]}.t() ({cols}×{rows}, for a kernel that reads B as N × K), or "
+                             f"pass a row-major copy ({name.split(' ')[0]}.contiguous())")
+        raise ValueError(f"{name} ({rows}×{cols}, strides {tuple(t.stride())}): consecutive elements of a row are "
+                         f"{t.stride(1)} apart, and TMA reads each row as contiguous memory: pass "
+                         f"{name.split(' ')[0]}.contiguous()")
     row_bytes = t.stride(0) * t.element_size()
     if row_bytes % 16 or t.data_ptr() % 16:
         found = (f"its rows are {row_bytes} bytes apart" if row_bytes % 16 else

@@ -65,11 +65,35 @@ def kept_descriptors(cache: OrderedDict, key: tuple, make):
 
 
 def host_descriptors(tensors, blocks, layouts) -> tuple:
-    """One Gluon host TensorDescriptor per tensor, on an Address stand-in (the tensor's checks already ran)."""
+    """One Gluon host TensorDescriptor per tensor, on an Address stand-in (the tensor's checks already ran, when its
+    plan was built). A tensor those checks never saw (a plan kept under a signature that does not tell it from the one
+    they ran on) is refused with a sentence, not with the assertion Triton's TensorDescriptor checks with."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    return tuple(TensorDescriptor(Address(t), list(t.shape), list(t.stride()), block, layout)
-                 for t, block, layout in zip(tensors, blocks, layouts))
+    found = []
+    for i, (t, block, layout) in enumerate(zip(tensors, blocks, layouts)):
+        try:
+            found.append(TensorDescriptor(Address(t), list(t.shape), list(t.stride()), block, layout))
+        except AssertionError:
+            raise ValueError(unchecked_view(f"operand {i} of the kernel", t)) from None
+    return tuple(found)
+
+
+def unchecked_view(name: str, t) -> str:
+    """Why TMA cannot take ``t``, which reached a descriptor without the plan's checks: the sentence for a kept plan
+    given a view its signature should have told apart."""
+    from .hopper import TMA_RULE
+
+    rows, cols = t.shape
+    if t.data_ptr() % 16:
+        found = f"starts {t.data_ptr() % 16} bytes past a 16-byte boundary"
+    elif cols > 1 and t.stride(1) != 1:
+        found = f"is not row-major (strides {tuple(t.stride())}): describe its row-major view, its .t()"
+    else:
+        found = f"has rows {t.stride(0) * t.element_size()} bytes apart"
+    return (f"{name} ({rows}×{cols}) {found}, yet it was given a plan whose checks ran on another view: a plan is "
+            f"kept per signature, and the signature must tell this view from that one (whether each address is 16-byte "
+            f"aligned, each tensor's strides; launch.signature does). {TMA_RULE}")
 
 
 class RawLaunch:

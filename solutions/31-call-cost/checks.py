@@ -2,14 +2,12 @@
 launch happens before a plan is built), what the descriptors keep of a tensor, and lesson 19's kernel at CONFIG for
 sm_90; on a GPU, correctness with plans and descriptors kept, memory reused at one address, a CUDA graph, the
 refusals; and the figures: host microseconds per call beside cuBLAS's, and do_bench beside a CUDA-graph replay."""
-import gc
-import weakref
-
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks, Reference
 from gluon_course.grading import tma_gemm
 from gluon_course.grading.gemm import refuses
 from gluon_course.grading.gemm_kernel import fits
 from gluon_course.machine import compile_cached, tensor_descriptor_type
+from gluon_course.nvidia.kept_plans import KeptLauncher, descriptors_check, gemm_operands, plans_check, valid_plan
 
 # The probe of 2026-12-01 (results/trials/nvidia-h200-2026-12-01-call-cost-and-model-shapes.json, H200, Triton
 # 3.9.0, torch 2.11): lesson 19's matmul() 114-157 µs per call, this lesson's launcher 14.2, torch.matmul(out=) 16.1
@@ -18,92 +16,24 @@ PROBE = "NVIDIA H200, Triton 3.9.0, torch 2.11.0+cu130, 2026-12-01, tools/gpu/pr
 HOST_SHAPE = (512, 4096, 4096)                   # A·Wᵀ, W 4096 × 4096 as nn.Linear keeps it
 
 
-def _cpu_operands(M=256, N=512, K=384, dtype=None):
-    import torch
-
-    dtype = dtype or torch.bfloat16
-    a = torch.randn(M, K).to(dtype)
-    w = torch.randn(N, K).to(dtype)
-    return a, w.t(), torch.empty(M, N, dtype=dtype)
-
-
-def plans(mod):
-    """A plan is found again for the same signature and built afresh when the shape, strides, dtype or alignment
-    changes; a new signature's checks all run (a misaligned view or a wrong K is refused with its sentence)."""
+def _kept(mod):
+    """Lesson 31's launcher as the toolkit's plan and descriptor checks drive it: a fresh Matmul, its plans kept by
+    ``signature``, each plan's descriptors by ``_descriptors_for`` (A, B's N × K view where B is w.t(), C)."""
     import torch
 
     f = mod.Matmul()
-    a, b, c = _cpu_operands()
-    first = f.plan(a, b, c)
-    if f.plan(a, b, c) is not first:
-        return "the same tensors twice got two plans: the plan is not kept per signature"
-    if f.plan(a.clone(), b, c) is not first:
-        return "another A of the same shape, strides and dtype got a new plan: the signature holds the address itself"
-    storage = torch.empty(256 * 392 + 64, dtype=torch.bfloat16)
-    square = storage[:256 * 384].view(256, 384)
-    wide = storage[:128 * 768].view(128, 768)            # the same address, another shape
-    _, b_wide, c_wide = _cpu_operands(M=128, K=768)
-    fp16 = _cpu_operands(dtype=torch.float16)
-    changes = {"A viewed with another shape at the same address": ((square, b, c), (wide, b_wide, c_wide)),
-               "A as_strided on the same storage with another row stride":
-                   ((square, b, c), (storage.as_strided((256, 384), (392, 1)), b, c)),
-               "A, B and C as fp16": ((a, b, c), fp16)}
-    for what, (before, after) in changes.items():
-        if f.plan(*after) is f.plan(*before):
-            return f"{what} kept the old plan: the signature must hold each tensor's shape, strides and dtype"
-    misaligned = storage[1:1 + 256 * 384].view(256, 384)
-    try:
-        f.plan(misaligned, b, c)
-        return ("a view of A starting 2 bytes past a 16-byte boundary was accepted: a new alignment is a new "
-                "signature, and its plan must run TMA's checks")
-    except ValueError as e:
-        if "16-byte" not in str(e):
-            return f"a misaligned A was refused without TMA's rule: {e}"
-    try:
-        f.plan(a[:, :320], b, c)
-        return "A with 320 columns against B's 384 rows was accepted"
-    except ValueError:
-        pass
-    return None
+    return KeptLauncher(operands=gemm_operands, tma={"A": 0, "B": 1, "C": 2},
+                        plan=lambda args: f.plan(*args), plans=lambda: f.plans, plans_kept=mod.PLANS_KEPT,
+                        descriptors=lambda p, args: p._descriptors_for(*args), descriptors_kept=mod.DESCRIPTORS_KEPT,
+                        signature=mod.signature, other_dtype=torch.float16)
 
 
-def descriptors(mod):
-    """Descriptors are kept by the tensors' addresses, hold each tensor's address, sizes and strides, rebuilt for
-    another address, never hold the tensor itself (a kept descriptor would keep freed memory alive), and at most
-    DESCRIPTORS_KEPT sets are kept per plan."""
-    f = mod.Matmul()
-    a, b, c = _cpu_operands()
-    p = f.plan(a, b, c)
-    d1 = p._descriptors_for(a, b, c)
-    if p._descriptors_for(a, b, c) is not d1:
-        return "the same addresses twice built the descriptors twice: they are not kept"
-    for which in range(3):
-        moved = [a, b, c]
-        moved[which] = b.t().clone().t() if which == 1 else moved[which].clone()
-        d2 = p._descriptors_for(*moved)
-        if d2 is d1 or [d.base.data_ptr() for d in d2] != [moved[0].data_ptr(), moved[1].data_ptr(),
-                                                           moved[2].data_ptr()]:
-            return (f"{'ABC'[which]} at another address reused the old descriptors: they would "
-                    f"{'write the old C' if which == 2 else 'read the old ' + 'AB'[which]}")
-    for desc, t in zip(d1, (a, b.t(), c)):
-        if desc.base.data_ptr() != t.data_ptr() or list(desc.shape) != list(t.shape) or \
-                list(desc.strides) != list(t.stride()):
-            return (f"a descriptor describes {list(desc.shape)} with strides {list(desc.strides)} at "
-                    f"{desc.base.data_ptr():#x}; the tensor is {list(t.shape)}, {list(t.stride())} at "
-                    f"{t.data_ptr():#x}")
-    a3, b3, c3 = _cpu_operands()
-    watched = weakref.ref(a3)
-    p3 = f.plan(a3, b3, c3)
-    p3._descriptors_for(a3, b3, c3)
-    del a3
-    gc.collect()
-    if watched() is not None:
-        return "a freed A is still alive: the kept descriptors (or the plan) hold the tensor, not its address"
-    for _ in range(mod.DESCRIPTORS_KEPT + 8):
-        p._descriptors_for(a.clone(), b, c)
-    if len(p.descriptors) > mod.DESCRIPTORS_KEPT:
-        return f"{len(p.descriptors)} descriptor sets kept for one plan; at most DESCRIPTORS_KEPT"
-    return None
+# A plan per signature (found again at any address; afresh for another shape, row stride, dtype, and for a view of A, B
+# or C at every offset TMA refuses, each refused with TMA's rule; at most PLANS_KEPT, the newest never dropped), and
+# descriptors per address (not per Python object; no tensor held; at most DESCRIPTORS_KEPT per plan): the toolkit's
+# checks (gluon_course.nvidia.kept_plans), shared with lessons 32, 33 and 34.
+plans = plans_check(_kept)
+descriptors = descriptors_check(_kept)
 
 
 def encoded_launch(mod):
@@ -112,9 +42,10 @@ def encoded_launch(mod):
     and encodes anew, with the new address, when C moves."""
     from gluon_course.nvidia.launch import RawLaunch, StubDriver, stub_compiled
 
-    f = mod.Matmul()
-    a, b, c = _cpu_operands()
-    p = f.plan(a, b, c)
+    a, b, c = gemm_operands(256, 512, 384)
+    p, problem = valid_plan(_kept(mod), (a, b, c))      # or the sentence of the plans check, where it has none
+    if problem:
+        return problem
     with StubDriver() as driver:
         k = stub_compiled(mod.v9.matmul_kernel, _compiled(mod, False), num_warps=p.num_warps)
         p.compiled, p.raw, p.grid, p.stream = k, RawLaunch.of(k), (3, 1, 1), driver.get_current_stream

@@ -30,6 +30,44 @@ PLANTS = [
           rejected_by="encoded_launch"),
     Plant("the encoded maps are never kept: every call encodes its three descriptors again, as Triton's launcher does",
           "found = self.encoded.get(id(descs))\n", "found = None\n", rejected_by="encoded_launch"),
+    # ---- issue 39: kept plans and descriptors (the toolkit's checks, gluon_course.nvidia.kept_plans) ----
+    Plant("the signature tests alignment at 8 bytes, not TMA's 16: a view of A 8 bytes past a 16-byte boundary gets "
+          "the plan kept for an aligned A, whose descriptors skip TMA's checks",
+          "t.data_ptr() % 16 == 0) for t in (a, b, c))", "t.data_ptr() % 8 == 0) for t in (a, b, c))",
+          rejected_by="plans"),
+    Plant("the signature is a list, not a tuple: it cannot be a dictionary key",
+          "return tuple((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0) for t in (a, b, c))",
+          "return [(t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0) for t in (a, b, c)]",
+          rejected_by="plans"),
+    Plant("the signature holds each tensor's strides as a list: a tuple with an unhashable part cannot be a key either",
+          "return tuple((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0) for t in (a, b, c))",
+          "return tuple((t.shape, list(t.stride()), t.dtype, t.device, t.data_ptr() % 16 == 0) for t in (a, b, c))",
+          rejected_by="plans"),
+    Plant("the plans are never kept: every call builds its plan again, checks, layouts and descriptors",
+          "found = self.plans.get(key)", "found = None", rejected_by="plans"),
+    Plant("the plans are never evicted: a program that sees many shapes keeps a plan for each forever",
+          "                self.plans.popitem(last=False)", "                pass", rejected_by="plans"),
+    Plant("past PLANS_KEPT the newest plan is evicted, not the oldest: every new signature rebuilds its plan on every "
+          "call", "                self.plans.popitem(last=False)", "                self.plans.popitem()",
+          rejected_by="plans"),
+    Plant("the plan's TMA checks are skipped: a misaligned A reaches Triton's own assertion instead of the course's "
+          "sentence", "        if checked:", "        if False:", rejected_by="plans"),
+    Plant("the TMA checks run on b, not its N × K view: b as w.t() is refused as though its rows were 2 bytes apart",
+          '("b" if self.b_kn else "b (as N × K)", b_view,', '("b" if self.b_kn else "b (as N × K)", b,',
+          rejected_by="plans"),
+    Plant("B's descriptor is built on b, not its N × K view: Triton's own assertion refuses w.t()'s strides",
+          "zip((a, b_view, c), self.blocks, self.layouts)", "zip((a, b, c), self.blocks, self.layouts)",
+          rejected_by="plans"),
+    Plant("the descriptors are kept by the tensors' Python ids, not their addresses: a new view that takes a freed "
+          "view's id gets the freed view's descriptors",
+          "key = (a.data_ptr(), b.data_ptr(), c.data_ptr())", "key = (id(a), id(b), id(c))",
+          rejected_by="descriptors"),
+    Plant("the descriptor sets are never evicted: every address ever passed keeps its set",
+          "            self.descriptors.popitem(last=False)", "            pass", rejected_by="descriptors"),
+    Plant("past DESCRIPTORS_KEPT the newest set is evicted, not the oldest: every new address builds and encodes its "
+          "descriptors on every call",
+          "            self.descriptors.popitem(last=False)", "            self.descriptors.popitem(last=True)",
+          rejected_by="descriptors"),
     # ---- caught on a GPU ----
     Plant("the descriptors are kept by the plan alone, never by address: a second A of the same shape is read from "
           "the first A's memory",

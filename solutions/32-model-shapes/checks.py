@@ -11,7 +11,9 @@ from gluon_course.grading.counts import mismatch
 from gluon_course.grading.gemm_kernel import fits
 from gluon_course.machine import compile_cached, tensor_descriptor_type
 from gluon_course.measure.gemm import MODEL_SHAPES
+from gluon_course.nvidia.kept_plans import KeptLauncher, gemm_operands, kept_plans_check
 from gluon_course.nvidia.l2_hints import tma_copies
+from gluon_course.nvidia.launch import DESCRIPTORS_KEPT, PLANS_KEPT
 
 # The four paths, at tiles small enough for the host model's problems (the model runs every program's code).
 PATHS = {"a tile": {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3},
@@ -313,6 +315,27 @@ def streamk_configs(mod):
     return None
 
 
+def _kept(mod):
+    """Linear's plans and descriptors, kept by the toolkit's code (gluon_course.nvidia.launch), as the toolkit's checks
+    drive them: a fresh Linear at CONFIG. The descriptors describe the kernel's A and B (exchanged under swap-AB; B's
+    N × K view where B is w.t()), C, then the second strip's B and C."""
+    import torch
+
+    linear = mod.Linear()
+
+    def described(p, args):
+        a, b, c = args
+        b_view = b if p.b_kn else b.t()
+        ka, kb = (b_view, a) if p.swap_ab else (a, b_view)
+        return (ka, kb, c, kb, c)[:len(p.blocks)]
+    return KeptLauncher(operands=gemm_operands, tma={"A": 0, "B": 1, "C": 2}, plan=lambda args: linear.plan(*args),
+                        plans=lambda: linear.plans, plans_kept=PLANS_KEPT, descriptors_kept=DESCRIPTORS_KEPT,
+                        described=described, other_dtype=torch.float16)
+
+
+kept_plans = kept_plans_check(_kept)        # lesson 31's checks of plans and descriptors (nvidia.kept_plans)
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 
 # Odd M from 1 to 8193, K and N multiples of 8; K long enough for every split the paths take.
@@ -539,6 +562,11 @@ CHECKS = LessonChecks(
         Check("streamk_sm_90", "sm_90: every stream-K configuration of the tuning space fits one SM with no spills; "
               "the partial stored, the release fence and the atomic add, the partials read from L2 (.cg), the reset",
               streamk_configs, target="sm_90"),
+        Check("kept_plans", "Linear keeps its plans as lesson 31 does: a plan per signature, found again at any "
+              "address, built afresh for another shape, row stride or dtype and for a view of A, B or C at every "
+              "offset TMA refuses (each refused with TMA's rule); descriptors kept by address, not by Python object, "
+              "holding no tensor; at most PLANS_KEPT plans and DESCRIPTORS_KEPT sets a plan, the oldest going first "
+              "(host code, CPU tensors)", kept_plans),
     ],
     correctness=[
         Check("correct_paths", "every path (a tile; K split; swap-AB; swap-AB with K split 4 and 8 ways; a wide "

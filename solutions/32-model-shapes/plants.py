@@ -75,6 +75,14 @@ PLANTS = [
           "        tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, "
           "GROUP_M)\n        acc, acc2",
           rejected_by="host_model"),
+    # ---- issue 39: the plans and descriptors Linear keeps (the toolkit's checks, gluon_course.nvidia.kept_plans) ----
+    Plant("the descriptors are kept by the tensors' Python ids: a view of other memory that takes a freed view's id "
+          "gets the freed view's descriptors",
+          "kept.kept_descriptors(self.descriptors, (a.data_ptr(), b.data_ptr(), c.data_ptr()), make)",
+          "kept.kept_descriptors(self.descriptors, (id(a), id(b), id(c)), make)", rejected_by="kept_plans"),
+    Plant("past PLANS_KEPT the newest plan is evicted, not the oldest: every new signature rebuilds its plan on every "
+          "call", "                self.plans.popitem(last=False)", "                self.plans.popitem()",
+          rejected_by="kept_plans"),
     # ---- caught on a GPU ----
     Plant("use_acc=False: every K step's products overwrite acc instead of adding to it",
           "acc = warpgroup_mma(a, b, acc, is_async=True)", "acc = warpgroup_mma(a, b, acc, is_async=True, use_acc=False)",

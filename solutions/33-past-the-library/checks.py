@@ -11,6 +11,8 @@ from gluon_course.grading.gemm import from_trial, gemm_measure, speedup_over, sw
 from gluon_course.grading.gemm_kernel import fits
 from gluon_course.machine import CompileFailed, compile_cached, tensor_descriptor_type
 from gluon_course.nvidia import ws_dispatch
+from gluon_course.nvidia.kept_plans import KeptLauncher, gemm_operands, kept_plans_check
+from gluon_course.nvidia.launch import DESCRIPTORS_KEPT, PLANS_KEPT
 
 # The course's configuration: the exact counts below hold at it (bf16, B K × N unless said).
 TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "STAGES": 4, "GROUP_M": 8, "LOAD_REGS": 40, "MMA_REGS": 232}
@@ -278,6 +280,19 @@ def host_model_subtile(mod):
     return None
 
 
+def _kept(mod):
+    """The launchers' plans (one cache for the three steps, kept by the toolkit's code, gluon_course.nvidia.launch) as
+    the toolkit's checks drive them, through step 1's."""
+    import torch
+
+    return KeptLauncher(operands=gemm_operands, tma={"A": 0, "B": 1, "C": 2},
+                        plan=lambda args: mod.plan("pingpong", *args), plans=lambda: mod._PLANS, plans_kept=PLANS_KEPT,
+                        descriptors_kept=DESCRIPTORS_KEPT, other_dtype=torch.float16)
+
+
+kept_plans = kept_plans_check(_kept)        # lesson 31's checks of plans and descriptors (nvidia.kept_plans)
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 # Shapes whose tiles of 256 rows (a cluster's) leave the second CTA's rows past M (300, 4097, 1000, 129) or wholly
 # outside it (127 × 264: one tile row of 128 in a cluster tile of 256), and programs that do not divide the tiles.
@@ -401,6 +416,11 @@ CHECKS = LessonChecks(
         Check("host_model_cluster", "the host model runs cluster_kernel as a cluster of one CTA (it runs one CTA at a "
               "time): C exact, the two release barriers and the turns hold; the cluster's own counts are read from "
               "the listing (cluster_barriers_sm_90)", host_model_cluster),
+        Check("kept_plans", "the launchers keep their plans as lesson 31 does: a plan per signature, found again at "
+              "any address, built afresh for another shape, row stride or dtype and for a view of A, B or C at every "
+              "offset TMA refuses (each refused with TMA's rule); descriptors kept by address, not by Python object, "
+              "holding no tensor; at most PLANS_KEPT plans and DESCRIPTORS_KEPT sets a plan, the oldest going first "
+              "(host code, CPU tensors)", kept_plans),
     ],
     correctness=[
         Check("correct_tma_shapes", "pingpong_matmul, matmul and subtile_matmul (snake and grouped) are correct on odd shapes with K, N multiples of 8 and "

@@ -63,6 +63,12 @@ PLANTS = [
           "and never visit their first column",
           "col = col + (group % 2) * (num_pid_n - 1 - 2 * col)", "col = col + (group % 2) * (num_pid_n - 2 * col)",
           rejected_by="tile_order", gpu=False),
+    # ---- issue 39: the plans the launchers keep (the toolkit's checks, gluon_course.nvidia.kept_plans) ----
+    Plant("the plan's key leaves C out of the signature: a C 2 bytes past a 16-byte boundary gets the plan of an "
+          "aligned C, whose descriptor is then built without TMA's checks",
+          "key = (step, kept.signature(a, b, c), tuple(sorted(config.items())), programs)",
+          "key = (step, kept.signature(a, b), tuple(sorted(config.items())), programs)", rejected_by="kept_plans",
+          gpu=False),
     # ---- caught on a GPU ----
     Plant("use_acc=False in the cluster's consumers: every K step's products overwrite acc instead of adding to it",
           "            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)\n"

@@ -9,6 +9,8 @@ from gluon_course.grading import tma_gemm
 from gluon_course.grading.counts import mismatch
 from gluon_course.grading.gemm_kernel import fits
 from gluon_course.nvidia import fp8
+from gluon_course.nvidia.kept_plans import KeptLauncher, kept_plans_check
+from gluon_course.nvidia.launch import DESCRIPTORS_KEPT, PLANS_KEPT
 
 TILE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "num_warps": 8, "STAGES": 3, "GROUP_M": 8, "LOAD_REGS": 40}
 SCALES = {"per-row scales": (True, True), "per-tensor scales": (False, False)}
@@ -173,6 +175,20 @@ def tcgen05_fp8(mod):
     return None
 
 
+def _kept(mod):
+    """matmul's plans (kept by the toolkit's code, gluon_course.nvidia.launch) as the toolkit's checks drive them: A,
+    W, their per-row scales and C; TMA reads A and W and writes C."""
+    import torch
+
+    def operands(M, N, K, dtype=None):
+        return (*fp8.fp8_inputs(M, N, K, per_row=True, device="cpu"), torch.empty(M, N, dtype=torch.bfloat16))
+    return KeptLauncher(operands=operands, tma={"A": 0, "W": 1, "C": 4}, plan=lambda args: mod.plan(*args),
+                        plans=lambda: mod._PLANS, plans_kept=PLANS_KEPT, descriptors_kept=DESCRIPTORS_KEPT)
+
+
+kept_plans = kept_plans_check(_kept)        # lesson 31's checks of plans and descriptors (nvidia.kept_plans)
+
+
 # -- on a GPU ------------------------------------------------------------------------------------------
 
 def correct(mod):
@@ -255,6 +271,11 @@ CHECKS = LessonChecks(
         Check("tcgen05_fp8_sm_100", "sm_100, blackwell_matmul_kernel at 128×128×128 (4 warps): 4 UTCQMMA (tcgen05 fp8) "
               "and one commit per K step, the first product overwriting TMEM, no wgmma, no multiply in the K loop, no "
               "spills", tcgen05_fp8, target="sm_100"),
+        Check("kept_plans", "matmul keeps its plans as lesson 31 does: a plan per signature, found again at any "
+              "address, built afresh for another shape or row stride and for a view of A, W or C at every offset TMA "
+              "refuses (each refused with TMA's rule); descriptors kept by address, not by Python object, holding no "
+              "tensor; at most PLANS_KEPT plans and DESCRIPTORS_KEPT sets a plan, the oldest going first (host code, "
+              "CPU tensors)", kept_plans),
     ],
     correctness=[
         Check("correct_fp8_shapes", "matmul is correct on odd shapes (K multiples of 16, N of 8, tails past every "

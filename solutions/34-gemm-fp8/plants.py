@@ -59,6 +59,11 @@ PLANTS = [
           rejected_by="config_fits"),
     Plant("the Blackwell kernel adds its first product to a tensor memory that was never written (use_acc=True)",
           "acc_tmem, use_acc=i > 0,", "acc_tmem, use_acc=True,", rejected_by="tcgen05_fp8_sm_100"),
+    # ---- issue 39: the plans matmul keeps (the toolkit's checks, gluon_course.nvidia.kept_plans) ----
+    Plant("the descriptors are kept by A's and W's addresses only: a C at another address is written through the "
+          "descriptor of the first C",
+          "kept.kept_descriptors(self.descriptors, (a.data_ptr(), w.data_ptr(), c.data_ptr()),",
+          "kept.kept_descriptors(self.descriptors, (a.data_ptr(), w.data_ptr()),", rejected_by="kept_plans"),
     # ---- caught on a GPU ----
     Plant("A's per-row scales read without the tile's offset: every tile of C gets the first tile's rows' scales",
           "rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n    cols",
