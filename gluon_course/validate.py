@@ -141,7 +141,33 @@ def require_matmul_shapes(a, b, c, on_gpu: bool = True) -> tuple[int, int, int]:
         raise ValueError(f"a is {M}×{K} but b is {K2}×{N}: b needs K = {K} rows, one for each column of a")
     if tuple(c.shape) != (M, N):
         raise ValueError(f"c is {tuple(c.shape)} but a·b is ({M}, {N})")
+    require_separate_output(c, a=a, b=b)
     return M, N, K
+
+
+def byte_span(t) -> tuple[int, int]:
+    """The first and one-past-the-last byte a tensor's elements occupy (0, 0 when it has none)."""
+    if t.numel() == 0:
+        return 0, 0
+    last = sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride()))
+    return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+
+def require_separate_output(c, **inputs) -> None:
+    """``c`` shares no memory with any of ``inputs`` (name → tensor): a kernel writes C tile by tile while other
+    programs still read the inputs, so an output that is an input, or overlaps one, gives a wrong answer that depends
+    on the order the programs ran in. torch refuses the same (``torch.matmul(a, b, out=a)``). Byte ranges are
+    compared, as torch's own test does when a view's elements might interleave: an overlap of the ranges is refused."""
+    c0, c1 = byte_span(c)
+    if c0 == c1:
+        return
+    for name, t in inputs.items():
+        t0, t1 = byte_span(t)
+        if t0 < c1 and c0 < t1:
+            what = "is" if (t0, t1) == (c0, c1) else "overlaps"
+            raise ValueError(f"c {what} the memory of {name}: the kernel would overwrite {name} while other programs "
+                             f"still read it, and C would depend on the order they run in. Pass an output of its "
+                             f"own (c=None, or torch.empty(...)), or a clone of {name} as the input")
 
 
 def require_matmul_args(a, b, c, b_either_way: bool = False, on_gpu: bool = True) -> tuple[int, int, int]:

@@ -100,3 +100,46 @@ def test_the_launcher_reaches_its_kernel_with_ints(number, name, recorded):
             if option in kwargs:
                 assert type(kwargs[option]) is int, \
                     f"lesson {number} {name}: {kernel} launched with {option}={kwargs[option]!r}, not an int"
+
+
+@pytest.mark.parametrize("number, name", _cases())
+def test_the_launcher_refuses_a_c_that_is_an_input(number, name, recorded):
+    """C the memory of A (or overlapping B) is refused with the course's sentence before any launch, as torch refuses
+    ``torch.matmul(a, b, out=a)``: the kernel would overwrite an input other programs still read."""
+    mod = load_solution(number)
+    recorded.arm(mod)
+    launcher = getattr(mod, name)
+    for dtype in (torch.bfloat16, torch.float16):
+        a = torch.randn(256, 256).to(dtype)
+        b = torch.randn(256, 256).to(dtype)
+        b = b.t() if number in AMD_LESSONS else b
+        for c, which in ((a, "a"), (b.t().contiguous().t() if number in AMD_LESSONS else b, "b")):
+            try:
+                launcher(a, b, c)
+            except TypeError:
+                break                          # this launcher takes the other dtype: the loop tries it
+            except ValueError as e:
+                assert f"the memory of {which}" in str(e), f"lesson {number} {name}: {e}"
+                assert not recorded.launches, f"lesson {number} {name} launched before refusing"
+                continue
+            pytest.fail(f"lesson {number} {name} accepted C = {which}")
+        else:
+            return
+    pytest.fail(f"lesson {number} {name} took neither bf16 nor fp16")
+
+
+@pytest.mark.parametrize("number", ["31", "32"])
+def test_a_kept_plan_refuses_a_c_that_is_an_input(number):
+    """Lessons 31 and 32 keep a plan per signature: a later call whose C is A, under a plan built for separate tensors
+    of the same shapes, is refused where the kept plan meets new addresses (lesson 31's launch; nvidia.launch's
+    host_descriptors, which lessons 32-34 build their descriptors with), before anything touches a device."""
+    mod = load_solution(number)
+    a = torch.randn(256, 256).to(torch.bfloat16)
+    w = torch.randn(256, 256).to(torch.bfloat16)
+    c = torch.empty(256, 256, dtype=torch.bfloat16)
+    plan = (mod.Matmul() if number == "31" else mod.Linear(config={})).plan(a, w.t(), c)
+    with pytest.raises(ValueError, match="c is the memory of"):
+        if number == "31":
+            plan.launch(a, w.t(), a)
+        else:
+            plan.descriptors_for(a, w.t(), a)

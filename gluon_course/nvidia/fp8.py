@@ -14,7 +14,7 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..validate import INT32_MAX, require_cuda_tensor, require_matrix
+from ..validate import INT32_MAX, require_cuda_tensor, require_matrix, require_separate_output
 
 FP8 = torch.float8_e4m3fn
 # e4m3 (torch.float8_e4m3fn, Gluon's gl.float8e4nv): 4 exponent bits of bias 7, 3 mantissa bits, no infinity, one NaN
@@ -96,6 +96,8 @@ def require_fp8_linear_args(a, w, a_scale, w_scale, c=None, on_gpu: bool = True)
             raise ValueError(f"{name} spans more than {INT32_MAX} elements; the kernel indexes with 32-bit integers")
     a_per_row = _per_row("a_scale", a_scale, M, "row of A", on_gpu)
     w_per_row = _per_row("w_scale", w_scale, N, "row of W (a column of C)", on_gpu)
+    if c is not None:
+        require_separate_output(c, a=a, w=w, a_scale=a_scale, w_scale=w_scale)
     return M, N, K, a_per_row, w_per_row
 
 

@@ -64,12 +64,19 @@ def kept_descriptors(cache: OrderedDict, key: tuple, make):
     return keep(cache, key, make(), DESCRIPTORS_KEPT)
 
 
-def host_descriptors(tensors, blocks, layouts) -> tuple:
+def host_descriptors(tensors, blocks, layouts, output: int = 2, inputs: tuple = (0, 1)) -> tuple:
     """One Gluon host TensorDescriptor per tensor, on an Address stand-in (the tensor's checks already ran, when its
     plan was built). A tensor those checks never saw (a plan kept under a signature that does not tell it from the one
-    they ran on) is refused with a sentence, not with the assertion Triton's TensorDescriptor checks with."""
+    they ran on) is refused with a sentence, not with the assertion Triton's TensorDescriptor checks with. A new set
+    of addresses is where a kept plan meets new tensors, so the output (``tensors[output]``, C) is checked here to
+    share no memory with the inputs (``tensors[i]`` for i in ``inputs``: A and B, or W; see
+    ``validate.require_separate_output``), once per set, not once per call."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+    from ..validate import require_separate_output
+
+    if len(tensors) > output:
+        require_separate_output(tensors[output], **{f"the kernel's operand {i}": tensors[i] for i in inputs})
     found = []
     for i, (t, block, layout) in enumerate(zip(tensors, blocks, layouts)):
         try:

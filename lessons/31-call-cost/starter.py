@@ -23,7 +23,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from gluon_course.course import load_solution
 from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.nvidia.launch import DESCRIPTORS_KEPT, PLANS_KEPT, Address, RawLaunch
-from gluon_course.validate import require_matmul_args
+from gluon_course.validate import require_matmul_args, require_separate_output
 
 # The kernel is lesson 19's, unchanged, and so is its tile: this lesson changes only what runs on the host.
 v9 = load_solution("19")
@@ -98,6 +98,8 @@ class Plan:
         return found[1]
 
     def launch(self, a, b, c) -> None:
+        if (a.data_ptr(), b.data_ptr(), c.data_ptr()) not in self.descriptors:
+            require_separate_output(c, a=a, b=b)          # new tensors under a kept plan: C must not be an input
         descs = self._descriptors_for(a, b, c)
         k = self.compiled
         if k is None or triton.knobs.runtime.launch_enter_hook.calls:
