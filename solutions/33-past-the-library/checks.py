@@ -164,6 +164,9 @@ def cluster_barriers(mod):
     count CLUSTER_M), released from both CTAs (mbarrier.arrive.shared::cluster: the loop's and the tile's last), and
     retired only after a cluster-wide barrier."""
     n, stages = CLUSTER_TILE["CLUSTER_M"], CLUSTER_TILE["STAGES"]
+    problem = _split_problem(mod, n)      # the compiler's failure on a wrong split says nothing of its own
+    if problem:
+        return problem
     k = compiled(mod, "cluster")
     counts = [int(c) for c in re.findall(r"mbarrier\.init\.shared::cta\.b64 \[[^\]]*\], (\d+);", k.ptx)]
     shared = counts.count(n)
@@ -261,6 +264,9 @@ def tile_order(mod):
 def config_fits(mod):
     for name, kernel in (("CONFIG", "pingpong"), ("CLUSTER_CONFIG", "cluster"), ("SUBTILE_CONFIG", "subtile")):
         cfg = dict(getattr(mod, name))
+        problem = _split_problem(mod, cfg["CLUSTER_M"]) if kernel == "cluster" else None
+        if problem:
+            return problem
         k = compiled(mod, kernel, cfg)
         problem = fits(k, WARPS, cfg)
         if problem:
