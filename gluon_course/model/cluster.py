@@ -7,7 +7,8 @@ the tensor, of the part that bit selects; a basis of zeros means the CTAs that d
 part). The model keeps, in every CTA, each allocation at the shape the kernel names (the cluster's tile), of which the
 CTA holds its part and sees NaN elsewhere, so that a CTA that reads rows it does not hold gets NaN in C.
 
-What Triton 3.9.0 compiles, and the model does (read in its lowering and in the PTX of lesson 33's cluster kernel):
+What Triton 3.9.0 compiles, and the model does (read in the PTX of lesson 33's cluster kernel, and in Triton's
+lowering of the mbarrier operations):
 
 - an mbarrier whose layout has a basis of zeros is *one* barrier for the CTAs that share it, the one in the lowest
   of them (the leader): ``init`` runs there only, with its count multiplied by the CTAs that share it (``mbarrier.init
@@ -17,16 +18,17 @@ What Triton 3.9.0 compiles, and the model does (read in its lowering and in the 
   alone, with the mask of all of them: the copy lands in the same slot of each, and each receives its bytes on its
   own barrier at the same place (the issuer's ``ready[slot]`` is every destination's ``ready[slot]``); a copy
   without multicast brings each CTA its own part;
-- a TMA store from a tile several CTAs hold is issued by their leader, each CTA storing its own part;
+- a TMA store is each CTA's own part of the tile; of a part several CTAs hold, the leader's alone (as Triton's
+  concurrency sanitizer models the store's issuer: lesson 33 stores no such tile);
 - ``gl.barrier(cluster=True)`` waits for every CTA of the cluster; the listing also has a cluster barrier right
   after the kernel's mbarrier inits (before any CTA may use another's barriers) and one at its end (so that a CTA's
   shared memory outlives the other CTAs' last arrivals on it).
 
 The model runs a cluster's CTAs together, one partition at a time, in a ``schedule``: ``"round robin"`` (the
 partitions in turn, as for one CTA), ``"CTA 0 first"`` or ``"last CTA first"`` (a CTA runs only when every
-partition of the CTAs before it waits): each is an order a GPU may produce, and the second lets the leader run as far
-ahead of the others as its waits allow, which is where a multicast that does not wait for the other CTAs overwrites
-a slot they still read.
+partition of the CTAs before it waits): each is an order a GPU may produce, and ``"CTA 0 first"`` lets the leader
+run as far ahead of the others as its waits allow, which is where a multicast that does not wait for the other CTAs
+overwrites a slot they still read.
 """
 from __future__ import annotations
 

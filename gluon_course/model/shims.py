@@ -942,7 +942,7 @@ def cp_async_load(smem, pointer, mask=None, *args, **kwargs):
                          f"({smem.shape}): the shapes must match")
     check_write(smem, "a cp.async copy")
     values = np.where(mask_b, pointer.buffer.read(offsets, mask_b), 0.0)      # masked-off elements: zero-filled
-    smem.view()[...] = values
+    smem.write(values)
     for st in smem.states():
         st.pending_write, st.ever_written = ("cp.async", me, None), True
         me.cp_uncommitted.append(st)
