@@ -697,7 +697,16 @@ def _arrive(bar, count: int, what: str) -> None:
                          f"({bar.count}) allows")
 
 
-def mbarrier_expect(mbarrier, bytes_per_cta=None, pred=True, **kwargs):
+def _require_own_routing(what: str, from_cta) -> None:
+    """``from_cta`` (Triton 3.9.0's arrive and expect): which CTA-rank bits an arrival keeps on its way; the default
+    (every bit: each CTA to its own barrier, or to its leader's) is what the model routes."""
+    num_ctas = _num_ctas()
+    if from_cta is not None and int(from_cta) != num_ctas - 1:
+        raise ModelUnsupported(f"{what}(from_cta={from_cta}) (arrivals routed to another CTA's barrier)")
+
+
+def mbarrier_expect(mbarrier, bytes_per_cta=None, pred=True, *, from_cta=None, **kwargs):
+    _require_own_routing("mbarrier.expect", from_cta)
     _cluster.after_inits()
     if not _pred(pred):
         return
@@ -712,7 +721,8 @@ def mbarrier_expect(mbarrier, bytes_per_cta=None, pred=True, **kwargs):
     _try_complete(bar)
 
 
-def mbarrier_arrive(mbarrier, *, count=1, pred=True, **kwargs):
+def mbarrier_arrive(mbarrier, *, count=1, pred=True, from_cta=None, **kwargs):
+    _require_own_routing("mbarrier.arrive", from_cta)
     _cluster.after_inits()
     if not _pred(pred):
         return
