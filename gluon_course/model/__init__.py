@@ -6,8 +6,11 @@ asynchronous reader may still use, can satisfy every wait, and stays inside its 
     >>> from gluon_course.model import gemm
     >>> gemm.check_tma_gemm(mod, tile={...})       # None, or one sentence
 
+A kernel launched in clusters (``cluster_launch.run_cluster``, lesson 33) runs as the CTAs it has, each with its own
+shared memory and barriers (``cluster``: multicast, the barriers CTAs share, cluster barriers).
+
 It is a model, not a GPU: copies land as soon as their barrier's phase can complete, partitions take turns at
-their waits, layouts are ignored. A kernel the model passes can still be slow, or wrong in a way only timing
+their waits, layouts are ignored but for which CTA of a cluster holds which part of a tile. A kernel the model passes can still be slow, or wrong in a way only timing
 shows; a kernel it rejects is wrong on every GPU.
 """
 from .run import patched, run

@@ -54,3 +54,25 @@ def visits_each_once(fn, num_pid_m: int, num_pid_n: int, *args) -> str | None:
             parts.append(f"{len(never)} never visited (first: ({never[0][0]}, {never[0][1]}))")
         return f"on a {num_pid_m} × {num_pid_n} grid of tiles, " + " and ".join(parts)
     return None
+
+
+def first_difference(fn, expected, *args) -> str | None:
+    """None when ``fn(tile, num_pid_m, num_pid_n, *args)`` sends the tiles of a grid in the order ``expected`` gives:
+    rows of tile numbers, ``expected[row][col]`` the number of the tile that goes to (row, col), as a lesson prints
+    its order. Else a sentence showing the first tile number that goes elsewhere, with the order up to it."""
+    num_pid_m, num_pid_n = len(expected), len(expected[0])
+    want = {}
+    for r, row in enumerate(expected):
+        for c, t in enumerate(row):
+            want[int(t)] = (r, c)
+    rows, cols = tile_order(fn, num_pid_m * num_pid_n, num_pid_m, num_pid_n, *args)
+    for t in range(num_pid_m * num_pid_n):
+        got = (int(rows[t]), int(cols[t]))
+        if got != want[t]:
+            start = max(0, t - 4)
+            shown = lambda pos: " ".join(f"({r}, {c})" for r, c in pos)      # noqa: E731
+            return (f"on a {num_pid_m} × {num_pid_n} grid of tiles, tile {t} goes to {got}, where the order asked for "
+                    f"puts it at {want[t]}: tiles {start} to {t} go to "
+                    f"{shown((int(rows[i]), int(cols[i])) for i in range(start, t + 1))} instead of "
+                    f"{shown(want[i] for i in range(start, t + 1))}")
+    return None

@@ -155,18 +155,33 @@ class SlotState:
     async_reads: dict = field(default_factory=dict)   # (kind, partition id, group) -> what reads it
     written_by_threads: bool = False            # a generic-proxy write (smem.store) not yet fenced
     ever_written: bool = False                  # a copy or a store has ever written the slot (else it holds NaN)
+    fills: int = 0                              # the TMA copies that have written the slot so far
 
 
 class SharedRoot:
-    """One ``gl.allocate_shared_memory``: its contents, and the state of each slot."""
+    """One ``gl.allocate_shared_memory``: its contents, and the state of each slot.
 
-    def __init__(self, name: str, dtype, shape, layout, is_barrier: bool):
+    In a cluster (``model.cluster``) each CTA has its own copy of every allocation, the ``index``-th of its
+    ``owner`` (a Program): the whole tile's shape, of which the CTA holds the part ``mine`` marks (NaN elsewhere)."""
+
+    def __init__(self, name: str, dtype, shape, layout, is_barrier: bool, index: int = 0, owner=None, mine=None):
         self.name, self.dtype, self.layout, self.is_barrier = name, dtype, layout, is_barrier
         self.shape = tuple(int(s) for s in shape)
+        self.index, self.owner, self.mine = index, owner, mine
         self.data = None if is_barrier else np.full(self.shape, np.nan, dtype=np.float32)
         slots = self.shape[0] if len(self.shape) > 1 else 1
         self.slots = [SlotState() for _ in range(slots)]
-        self.barriers = [Barrier(f"{name}[{i}]") for i in range(self.shape[0])] if is_barrier else []
+        self.barriers = [Barrier(f"{name}[{i}]", owner) for i in range(self.shape[0])] if is_barrier else []
+        # Every mbarrier of the allocation, by its full index (a cluster's allocations hold one per CTA and slot).
+        self.grid = None
+        if is_barrier:
+            self.grid = np.empty(self.shape, dtype=object)
+            for at in np.ndindex(*self.shape):
+                # In a cluster the last index is the CTA's (each holds its own element): name the slot only.
+                label = f"{name}[{at[0]}]" if owner is not None and owner.cluster is not None and len(at) > 1 \
+                    else name if owner is not None and owner.cluster is not None \
+                    else f"{name}[{', '.join(map(str, at))}]"
+                self.grid[at] = (self.barriers[at[0]] if all(i == 0 for i in at[1:]) else Barrier(label, owner))
 
     def slot_name(self, slot) -> str:
         return self.name if slot is None or len(self.shape) < 2 else f"{self.name}[{slot}]"
@@ -175,8 +190,11 @@ class SharedRoot:
 class Barrier:
     """An mbarrier: an arrival count and a transaction (byte) count per phase; ``completed`` phases so far."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, owner=None):
         self.name = name
+        self.owner = owner                # the Program (CTA) whose shared memory holds it
+        if owner is not None and owner.cluster is not None:
+            self.name = f"{name} of CTA {owner.cta}"
         self.initialised = False
         self.count = 0
         self.pending = 0
@@ -221,6 +239,13 @@ class Partition:
     ready: object = None
     done: bool = False
     event: threading.Event = field(default_factory=threading.Event)
+    cta: int | None = None                             # its CTA's rank in a cluster (None: no cluster)
+    shared_wait: str | None = None                     # a cluster's barrier it waited on since its last multicast
+
+    @property
+    def label(self) -> str:
+        """Its name, with its CTA's in a cluster: "CTA 1's worker partition 0"."""
+        return self.name if self.cta is None else f"CTA {self.cta}'s {self.name}"
 
     def group_id(self) -> int:
         self.next_group += 1
@@ -234,15 +259,37 @@ class Program:
         self.pid, self.grid, self.num_warps = pid, grid, num_warps
         self.roots: list[SharedRoot] = []
         self.partitions: list[Partition] = []
-        self.error: BaseException | None = None
+        self._error: BaseException | None = None
         self.trace: list = []
         self.step = 0
         # Where the program stands among its launch's (runtime's atomic_order): its number in the grid, the launch,
         # how many global stores it has made, and how far it has seen each other program's stores.
         self.index, self.launch, self.stores, self.seen = 0, 0, 0, {}
+        # A CTA of a cluster (``model.cluster``): its rank, and the cluster, whose CTAs' partitions take turns
+        # together. None: the program is one CTA.
+        self.cta, self.cluster = 0, None
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._error if self.cluster is None else self.cluster.error
+
+    @error.setter
+    def error(self, value) -> None:
+        if self.cluster is None:
+            self._error = value
+        else:
+            self.cluster.error = value
+
+    def pool(self) -> list:
+        """The partitions that take turns with this program's: its own, or every CTA's of its cluster."""
+        return self.partitions if self.cluster is None else self.cluster.partitions()
 
     def log(self, partition: Partition, what: str, **details) -> None:
-        self.step += 1
+        if self.cluster is not None:
+            self.cluster.step += 1
+            self.step = self.cluster.step
+        else:
+            self.step += 1
         self.trace.append({"t": self.step, "partition": partition.name, "what": what, **details})
 
 
@@ -276,13 +323,17 @@ def block_until(ready, what: str) -> None:
         return
     me.blocked_on, me.ready = what, ready
     while True:
-        runnable = [p for p in prog.partitions if not p.done and p is not me and (p.ready is None or p.ready())]
+        pool = prog.pool()
+        runnable = [p for p in pool if not p.done and p is not me and (p.ready is None or p.ready())]
         if not runnable:
-            waiting = [f"{p.name} {p.blocked_on}" for p in prog.partitions if not p.done and p.ready is not None]
+            waiting = [f"{p.label} {p.blocked_on}" for p in pool if not p.done and p.ready is not None]
             raise ModelHang("the kernel would hang: " + "; ".join(waiting))
-        # Round-robin from the partition after this one, so every partition gets its turn.
-        order = prog.partitions[prog.partitions.index(me) + 1:] + prog.partitions[:prog.partitions.index(me)]
-        nxt = next(p for p in order if p in runnable)
+        if prog.cluster is not None:
+            nxt = prog.cluster.pick(me, runnable)
+        else:
+            # Round-robin from the partition after this one, so every partition gets its turn.
+            order = pool[pool.index(me) + 1:] + pool[:pool.index(me)]
+            nxt = next(p for p in order if p in runnable)
         me.event.clear()
         nxt.event.set()
         if not me.event.wait(timeout=120):
@@ -300,9 +351,12 @@ def yield_turn() -> None:
     after an arrive; a copy's completion does not yield, so a producer runs as far ahead as its waits allow, as a
     producer warp does on a GPU."""
     prog, me = program(), current()
-    if len(prog.partitions) < 2:
+    pool = prog.pool()
+    if len(pool) < 2:
         return
-    woken = [p for p in prog.partitions if p is not me and not p.done and p.ready is not None and p.ready()]
+    woken = [p for p in pool if p is not me and not p.done and p.ready is not None and p.ready()]
+    if prog.cluster is not None:
+        woken = prog.cluster.may_yield_to(me, woken)
     if woken:
         block_until(_always, "yields its turn")
 
@@ -314,6 +368,8 @@ def _always() -> bool:
 def run_partitions(prog: Program, bodies: list) -> list:
     """Run ``bodies`` [(partition, callable)] of one program, taking turns at blocking waits; the first body runs in
     the calling thread. Returns each body's result; re-raises the first error any of them raised."""
+    if prog.cluster is not None:
+        return prog.cluster.run_partitions(prog, bodies)
     results = [None] * len(bodies)
     parent = getattr(_LOCAL, "partition", None)
 

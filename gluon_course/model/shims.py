@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from . import cluster as _cluster
 from .runtime import (Buffer, ModelError, ModelOutOfBounds, ModelRace, ModelUnsupported, SharedRoot, block_until,
                       atomic_order, current, program, Partition, yield_turn)
 
@@ -151,9 +152,13 @@ def store(pointer, value, mask=None, *args, **kwargs):
     current().unbarriered_stores = True
 
 
-def _cta_barrier(*args, **kwargs):
-    """gl.barrier(): every thread of the partition has made its stores before any thread goes on."""
+def _cta_barrier(*args, cluster=False, **kwargs):
+    """gl.barrier(): every thread of the partition has made its stores before any thread goes on. With
+    ``cluster=True`` in a cluster: every CTA of the cluster arrives before any goes on (``model.cluster``)."""
     current().unbarriered_stores = False
+    if cluster and program().cluster is not None:
+        _cluster.after_inits()
+        _cluster.cluster_barrier("gl.barrier(cluster=True)")
 
 
 def _atomic(pointer, update, what: str, sem=None):
@@ -218,7 +223,11 @@ class Shared:
         return list(self.view().shape)
 
     def view(self) -> np.ndarray:
-        v = self.root.data if self.slot is None else self.root.data[self.slot]
+        return self._apply(self.root.data)
+
+    def _apply(self, whole: np.ndarray) -> np.ndarray:
+        """This view of ``whole``, an array of the allocation's shape (its contents, or which elements a CTA holds)."""
+        v = whole if self.slot is None else whole[self.slot]
         for kind, arg in self.steps:
             if kind == "index":
                 v = v[arg]
@@ -235,6 +244,14 @@ class Shared:
 
     def name(self) -> str:
         return self.root.slot_name(self.slot)
+
+    def write(self, values) -> None:
+        """Write ``values`` through the view; in a cluster, only into the part of the tile this CTA holds."""
+        v = self.view()
+        if self.root.mine is None:
+            v[...] = values
+        else:
+            v[...] = np.where(self._apply(self.root.mine), values, v)
 
     def states(self):
         return self.root.slots if self.slot is None else [self.root.slots[self.slot]]
@@ -270,7 +287,7 @@ class Shared:
     def store(self, value):
         value = value_of(value, "stores")
         check_write(self, "the threads' own store (smem.store)")
-        self.view()[...] = round_to(np.broadcast_to(np.asarray(value), self.view().shape), self.root.dtype)
+        self.write(round_to(np.broadcast_to(np.asarray(value), self.view().shape), self.root.dtype))
         for st in self.states():
             st.written_by_threads = st.ever_written = True
         program().log(current(), "smem.store", slot=self.name())
@@ -282,6 +299,7 @@ class BarrierRef:
     def __init__(self, root: SharedRoot, i: int):
         if not 0 <= i < len(root.barriers):
             raise ModelOutOfBounds(f"{root.name}.index({i}) outside its {len(root.barriers)} barriers")
+        self.root, self.i = root, i
         self.barrier = root.barriers[i]
 
 
@@ -294,8 +312,48 @@ def _barrier(x):
                      "(bars.index(i)) first")
 
 
-def _outstanding(owner_ident: int, kind: str, group) -> bool:
-    for p in program().partitions:
+class _Target:
+    """What an mbarrier operation on ``x`` reaches from CTA ``cta`` (the current one by default). Without a cluster:
+    the barrier itself. In a cluster (``model.cluster``): the barrier of the lowest CTA among those that share it
+    (``leader``), whether this CTA is that one (init, wait and invalidate run there only), and how many CTAs share it
+    (init's count is multiplied by that)."""
+
+    def __init__(self, x, cta=None):
+        prog = program()
+        self.cluster = prog.cluster
+        if self.cluster is None:
+            self._barrier, self.leader, self.here, self.sharing = _barrier(x), None, True, 1
+            return
+        if isinstance(x, BarrierRef):
+            root, index = x.root, (x.i,)
+        elif isinstance(x, Shared) and x.root.is_barrier and x.slot is None and not x.steps:
+            root, index = x.root, ()
+        else:
+            _barrier(x)                              # its sentence
+            raise ModelError("an mbarrier operation on a view of barriers the model does not know")
+        cta = prog.cta if cta is None else cta
+        rest = root.shape[len(index):]
+        bases = _cluster.cga_bases(root.layout, self.cluster.size)
+        part = _cluster.part_slices(rest, bases, cta)
+        starts = [sl.indices(n)[0] for sl, n in zip(part, rest)]
+        if int(np.prod([len(range(*sl.indices(n))) for sl, n in zip(part, rest)])) != 1:
+            raise ModelError(f"an mbarrier operation on {root.name}{list(index) or ''}, of which each CTA holds more "
+                             "than one mbarrier: index the allocation (bars.index(i)) first")
+        self.root, self.element = root, tuple(index) + tuple(starts)
+        self.leader = _cluster.leader(cta, _cluster.broadcast_mask(bases))
+        self.here = self.leader == cta
+        self.sharing = self.cluster.size // int(np.prod(rest))
+        self._barrier = None
+
+    def barrier(self):
+        """The mbarrier itself (in the leader's shared memory)."""
+        if self._barrier is None:
+            self._barrier = self.cluster.ctas[self.leader].roots[self.root.index].grid[self.element]
+        return self._barrier
+
+
+def _outstanding(owner_ident: int, kind: str, group, owner=None) -> bool:
+    for p in (owner or program()).partitions:
         if p.ident == owner_ident:
             groups = {"wgmma": p.wgmma_groups, "tma_store": p.store_groups}[kind]
             return any(g == group for g, _ in groups)
@@ -343,7 +401,7 @@ def _group_age(owner, group) -> int:
 def check_write(view: Shared, writer: str) -> None:
     for st in view.states():
         for (kind, ident, group) in list(st.async_reads):
-            if _outstanding(ident, kind, group):
+            if _outstanding(ident, kind, group, view.root.owner):
                 reader = ("a wgmma group that may still be reading it: retire that group with warpgroup_mma_wait "
                           "first (with warp specialization: release the slot only after that wait)"
                           if kind == "wgmma" else
@@ -369,7 +427,7 @@ def _assigned_name(default: str) -> str:
         del frame
 
 
-def allocate_shared_memory(element_ty, shape, layout, value=None):
+def allocate_shared_memory(element_ty, shape, layout, value=None, _name=None):
     from triton.experimental.gluon.language.nvidia.ampere.mbarrier import MBarrierLayout
     from triton.experimental.gluon import language as gl
 
@@ -377,8 +435,12 @@ def allocate_shared_memory(element_ty, shape, layout, value=None):
     if is_barrier and element_ty != gl.int64:
         raise ModelError("mbarriers are 64-bit words: allocate them as gl.int64")
     prog = program()
-    root = SharedRoot(_assigned_name(f"smem{len(prog.roots)}"), element_ty, [int(s) for s in shape], layout,
-                      is_barrier)
+    shape = [int(s) for s in shape]
+    mine = None
+    if prog.cluster is not None and not is_barrier:      # the part of the tile this CTA holds
+        mine = _cluster.holds(shape, _cluster.cga_bases(layout, prog.cluster.size), prog.cta)
+    root = SharedRoot(_name or _assigned_name(f"smem{len(prog.roots)}"), element_ty, shape, layout, is_barrier,
+                      index=len(prog.roots), owner=prog, mine=mine)
     prog.roots.append(root)
     view = Shared(root)
     if value is not None:
@@ -387,11 +449,18 @@ def allocate_shared_memory(element_ty, shape, layout, value=None):
 
 
 def allocate_mbarrier(batch=None, two_ctas=False):
+    """Triton 3.9.0's ``mbarrier.allocate_mbarrier``: one mbarrier per CTA (per slot of ``batch``), each CTA's its
+    own (``MBarrierLayout.multicta``); with ``two_ctas``, one per pair of CTAs."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.ampere.mbarrier import MBarrierLayout
 
-    shape = [1] if batch is None else [int(batch), 1]
-    return allocate_shared_memory(gl.int64, shape, MBarrierLayout())
+    prog = program()
+    num_ctas = 1 if prog.cluster is None else prog.cluster.size
+    per_cta = num_ctas // 2 if two_ctas and num_ctas > 1 else num_ctas
+    bases = ([[0]] if two_ctas and num_ctas > 1 else []) + [[1 << i] for i in range(per_cta.bit_length() - 1)]
+    shape = [per_cta] if batch is None else [int(batch), per_cta]
+    return allocate_shared_memory(gl.int64, shape, MBarrierLayout(bases if num_ctas > 1 else None),
+                                  _name=_assigned_name("mbarriers"))
 
 
 def require_drained(part: Partition) -> None:
@@ -538,8 +607,9 @@ def _num_programs(axis):
 
 
 def _num_ctas():
-    """The model runs one CTA at a time: a cluster kernel runs here as a cluster of one (lesson 33)."""
-    return 1
+    """The CTAs of a cluster (``model.cluster``; 1 without one)."""
+    prog = program()
+    return 1 if prog.cluster is None else prog.cluster.size
 
 
 def _num_warps():
@@ -586,7 +656,9 @@ GL = {
 
 def _try_complete(bar) -> None:
     if bar.initialised and bar.pending == 0 and bar.issued_bytes == bar.expected_bytes:
-        program().log(current(), "phase complete", barrier=bar.name, phase=bar.completed)
+        owner = bar.owner or program()
+        owner.log(current(), "phase complete", barrier=bar.name, phase=bar.completed,
+                  **({} if owner is program() else {"by": current().label}))
         bar.completed += 1
         bar.pending, bar.expected_bytes, bar.issued_bytes, bar.expects, bar.copies = bar.count, 0, 0, 0, []
 
@@ -596,7 +668,10 @@ def _pred(pred) -> bool:
 
 
 def mbarrier_init(mbarrier, count):
-    bar = _barrier(mbarrier)
+    target = _Target(mbarrier)
+    if not target.here:             # a barrier the CTAs share is initialised by its leader, for all of them
+        return
+    bar, count = target.barrier(), int(count) * target.sharing
     bar.initialised, bar.count, bar.pending = True, int(count), int(count)
     bar.completed, bar.expected_bytes, bar.issued_bytes, bar.expects = 0, 0, 0, 0
     program().log(current(), "init", barrier=bar.name, count=int(count))
@@ -604,6 +679,13 @@ def mbarrier_init(mbarrier, count):
 
 def _require_initialised(bar) -> None:
     if not bar.initialised:
+        prog = program()
+        if getattr(bar, "invalidated", False) and bar.owner is not None and bar.owner is not prog:
+            error = ModelRace(f"{current().label} uses {bar.name} after CTA {bar.owner.cta} invalidated it: a CTA "
+                              "retired the mbarriers of its shared memory while another CTA of the cluster still used "
+                              "them; gl.barrier(cluster=True) before the invalidates keeps them until every CTA is done")
+            error.located = True
+            raise error
         raise ModelError(f"{bar.name} is used before mbarrier.init (or after mbarrier.invalidate)")
 
 
@@ -615,10 +697,20 @@ def _arrive(bar, count: int, what: str) -> None:
                          f"({bar.count}) allows")
 
 
-def mbarrier_expect(mbarrier, bytes_per_cta=None, pred=True, **kwargs):
+def _require_own_routing(what: str, from_cta) -> None:
+    """``from_cta`` (Triton 3.9.0's arrive and expect): which CTA-rank bits an arrival keeps on its way; the default
+    (every bit: each CTA to its own barrier, or to its leader's) is what the model routes."""
+    num_ctas = _num_ctas()
+    if from_cta is not None and int(from_cta) != num_ctas - 1:
+        raise ModelUnsupported(f"{what}(from_cta={from_cta}) (arrivals routed to another CTA's barrier)")
+
+
+def mbarrier_expect(mbarrier, bytes_per_cta=None, pred=True, *, from_cta=None, **kwargs):
+    _require_own_routing("mbarrier.expect", from_cta)
+    _cluster.after_inits()
     if not _pred(pred):
         return
-    bar = _barrier(mbarrier)
+    bar = _Target(mbarrier).barrier()
     _arrive(bar, 1, "expect()")
     bar.expected_bytes += int(bytes_per_cta)
     bar.expects += 1
@@ -629,10 +721,12 @@ def mbarrier_expect(mbarrier, bytes_per_cta=None, pred=True, **kwargs):
     _try_complete(bar)
 
 
-def mbarrier_arrive(mbarrier, *, count=1, pred=True, **kwargs):
+def mbarrier_arrive(mbarrier, *, count=1, pred=True, from_cta=None, **kwargs):
+    _require_own_routing("mbarrier.arrive", from_cta)
+    _cluster.after_inits()
     if not _pred(pred):
         return
-    bar = _barrier(mbarrier)
+    bar = _Target(mbarrier).barrier()
     _arrive(bar, int(count), "arrive()")
     program().log(current(), "arrive", barrier=bar.name, phase=bar.completed)
     _try_complete(bar)
@@ -640,9 +734,14 @@ def mbarrier_arrive(mbarrier, *, count=1, pred=True, **kwargs):
 
 
 def mbarrier_wait(mbarrier, phase, pred=True, deps=()):
+    _cluster.after_inits()
+    target = _Target(mbarrier)
     if not _pred(pred):
         return
-    bar, me = _barrier(mbarrier), current()
+    if not target.here:                         # only the leader waits on a barrier the CTAs share
+        program().log(current(), "wait skipped", barrier=target.barrier().name, leader=target.leader)
+        return
+    bar, me = target.barrier(), current()
     _require_initialised(bar)
     parity = int(np.asarray(value_of(phase))) & 1
     me.last_wait = {"barrier": bar.name, "parity": parity, "completed": bar.completed,
@@ -652,15 +751,21 @@ def mbarrier_wait(mbarrier, phase, pred=True, deps=()):
         block_until(lambda: (bar.completed & 1) != parity,
                     f"waits on {bar.name} with parity {parity}: {bar.describe()}")
     me.observed[id(bar)] = max(me.observed.get(id(bar), 0), bar.completed)
+    if target.sharing > 1:
+        me.shared_wait = bar.name
     program().log(me, "wait", barrier=bar.name, parity=parity, seen=bar.completed)
 
 
 def mbarrier_invalidate(mbarrier):
-    bar = _barrier(mbarrier)
+    _cluster.after_inits()
+    target = _Target(mbarrier)
+    if not target.here:
+        return
+    bar = target.barrier()
     if bar.issued_bytes or bar.expected_bytes:
         raise ModelRace(f"{bar.name} is invalidated while copies announced to it are still in flight "
                         f"({bar.describe()})")
-    bar.initialised = False
+    bar.initialised, bar.invalidated = False, True
     program().log(current(), "invalidate", barrier=bar.name)
 
 
@@ -686,8 +791,10 @@ class HostTensorDescriptor:
 
     @property
     def nbytes_per_cta(self) -> int:
-        """The bytes of one CTA's part of a tile: the model runs one CTA, which holds all of it."""
-        return self.block_type.nbytes
+        """The bytes of one CTA's part of a tile, as Triton 3.9.0 computes them from the layout's ``cga_layout``: the
+        block's bytes over the parts its non-zero bases split it into (all of them without a cluster)."""
+        bases = getattr(self.layout, "cga_layout", None) or []
+        return self.block_type.nbytes // 2 ** sum(1 for basis in bases if any(basis))
 
     @property
     def shape(self):
@@ -707,13 +814,17 @@ class HostTensorDescriptor:
             out[r0 - r:r1 - r, c0 - c:c1 - c] = self.buffer.view2d()[r0:r1, c0:c1]
         return out
 
-    def write_box(self, coord, values: np.ndarray) -> None:
-        """A TMA store: the tile written where it lies inside the tensor, the rest dropped."""
+    def write_box(self, coord, values: np.ndarray, mine=None) -> None:
+        """A TMA store: the tile written where it lies inside the tensor, the rest dropped; ``mine`` (a cluster's
+        CTA): only the elements of the tile it marks, the CTA's part."""
         r, c, r0, r1, c0, c1 = self._window(coord)
         if r0 < r1 and c0 < c1:
-            self.buffer.view2d()[r0:r1, c0:c1] = round_to(values[r0 - r:r1 - r, c0 - c:c1 - c], self.buffer.dtype)
+            inside = (slice(r0 - r, r1 - r), slice(c0 - c, c1 - c))
+            keep = np.ones((r1 - r0, c1 - c0), dtype=bool) if mine is None else np.asarray(mine)[inside]
+            target = self.buffer.view2d()[r0:r1, c0:c1]
+            target[keep] = round_to(values[inside], self.buffer.dtype)[keep]
             rows_cols = np.arange(self.buffer.size).reshape(self.buffer.shape)[r0:r1, c0:c1]
-            np.add.at(self.buffer.writes, rows_cols.reshape(-1), 1)
+            np.add.at(self.buffer.writes, rows_cols[keep].reshape(-1), 1)
 
 
 def _require_descriptor(desc, what: str) -> None:
@@ -722,20 +833,59 @@ def _require_descriptor(desc, what: str) -> None:
 
 
 def tma_async_load(tensor_desc, coord, barrier, result, pred=True, multicast=False, cache_policy=None):
+    _cluster.after_inits()
     if not _pred(pred):
         return
     _require_descriptor(tensor_desc, "tma.async_load")
-    bar, me = _barrier(barrier), current()
-    _require_initialised(bar)
+    me = current()
     if list(result.shape) != tensor_desc.block_shape:
         raise ModelError(f"tma.async_load of a {tensor_desc.block_shape} block into {result.name()}, which is "
                          f"{result.shape}: the slot must have the descriptor's block shape")
+    prog = program()
+    if prog.cluster is None:
+        _tma_land(tensor_desc, coord, _barrier(barrier), result, tensor_desc.block_type.nbytes, local=True)
+        return
+    # A cluster: which CTAs the copy lands in, each in its part of the tile, each reported on its own barrier.
+    cl = prog.cluster
+    bases = _cluster.cga_bases(result.root.layout, cl.size)
+    if bases != _cluster.cga_bases(tensor_desc.layout, cl.size):
+        raise ModelError(f"tma.async_load through a descriptor whose cga_layout is "
+                         f"{_cluster.cga_bases(tensor_desc.layout, cl.size)} into {result.name()}, whose layout's is "
+                         f"{bases}: the descriptor's layout says which part of the box each CTA copies, the slot's "
+                         "which part it holds; allocate the slot with the descriptor's layout")
+    shared = _cluster.broadcast_mask(bases)
+    if multicast and not shared:
+        raise ModelError(f"tma.async_load(..., multicast=True) into {result.name()}, of which every CTA holds a "
+                         f"different part (its cga_layout {bases} has no basis of zeros): a multicast writes the same "
+                         "part into several CTAs; a tile that several CTAs read whole needs bases of zeros")
+    if multicast and _cluster.leader(prog.cta, shared) != prog.cta:
+        prog.log(me, "tma load skipped", slot=result.name(),
+                 why=f"CTA {_cluster.leader(prog.cta, shared)} multicasts it")
+        return
+    recipients = _cluster.sharers(prog.cta, shared, cl.size) if multicast else [prog.cta]
+    for cta in recipients:
+        dest = result if cta == prog.cta else Shared(cl.ctas[cta].roots[result.root.index], result.slot,
+                                                     result.steps)
+        if cta != prog.cta:
+            _cluster.require_free_for_multicast(dest, me)
+        _tma_land(tensor_desc, coord, _Target(barrier, cta).barrier(), dest, tensor_desc.nbytes_per_cta,
+                  local=cta == prog.cta)
+    if multicast:
+        me.shared_wait = None
+
+
+def _tma_land(tensor_desc, coord, bar, result, nbytes: int, local: bool) -> None:
+    """One TMA copy landing in ``result`` (a CTA's slot) and bringing ``nbytes`` to ``bar``. ``local``: the issuing
+    CTA's own barrier, for which expect() must come first; a multicast's bytes may reach another CTA's barrier
+    before that CTA's expect() (the barrier's count of bytes may go below zero within a phase)."""
+    me = current()
+    _require_initialised(bar)
     check_write(result, "a TMA copy")
-    result.view()[...] = tensor_desc.box(coord)
+    result.write(tensor_desc.box(coord))
     for st in result.states():
         st.pending_write, st.ever_written = ("tma", bar, bar.completed), True
-    nbytes = tensor_desc.block_type.nbytes
-    if bar.expects == 0:
+        st.fills += 1
+    if local and bar.expects == 0:
         raise ModelError(
             f"a TMA copy of {nbytes} bytes into {result.name()} reports to {bar.name}, whose phase {bar.completed} "
             "has no expect() yet: expect() must announce the bytes of every copy that reports to the barrier "
@@ -743,7 +893,9 @@ def tma_async_load(tensor_desc, coord, barrier, result, pred=True, multicast=Fal
             "and the phase completed without this copy")
     bar.issued_bytes += nbytes
     program().log(me, "tma load", barrier=bar.name, phase=bar.completed, slot=result.name(),
-                  coord=[int(_int(x)) for x in coord], bytes=nbytes)
+                  coord=[int(_int(x)) for x in coord], bytes=nbytes,
+                  **({} if result.root.owner is None or result.root.owner is program()
+                     else {"into_cta": result.root.owner.cta}))
     if bar.issued_bytes > bar.expected_bytes and bar.pending == 0:
         raise ModelError(f"the copies into {bar.name} bring {bar.issued_bytes} bytes in phase {bar.completed}, "
                          f"but expect() announced {bar.expected_bytes}: count both tiles' bytes, once")
@@ -752,12 +904,20 @@ def tma_async_load(tensor_desc, coord, barrier, result, pred=True, multicast=Fal
 
 def tma_async_store(tensor_desc, coord, src, cache_policy=None):
     _require_descriptor(tensor_desc, "tma.async_store")
-    me = current()
+    me, prog = current(), program()
+    mine = None
+    if prog.cluster is not None:
+        # Each CTA stores its part of the tile; a part several CTAs hold is stored by the lowest of them.
+        shared = _cluster.broadcast_mask(_cluster.cga_bases(src.root.layout, prog.cluster.size))
+        if _cluster.leader(prog.cta, shared) != prog.cta:
+            prog.log(me, "tma store skipped", slot=src.name())
+            return
+        mine = None if src.root.mine is None else src._apply(src.root.mine)
     check_read(src, "a TMA store", async_proxy=True)
     if list(src.shape) != tensor_desc.block_shape:
         raise ModelError(f"tma.async_store of {src.name()} ({src.shape}) through a descriptor of blocks "
                          f"{tensor_desc.block_shape}")
-    tensor_desc.write_box(coord, src.view())
+    tensor_desc.write_box(coord, src.view(), mine)
     group = me.group_id()
     for st in src.states():
         st.async_reads[("tma_store", me.ident, group)] = src.name()
@@ -792,7 +952,7 @@ def cp_async_load(smem, pointer, mask=None, *args, **kwargs):
                          f"({smem.shape}): the shapes must match")
     check_write(smem, "a cp.async copy")
     values = np.where(mask_b, pointer.buffer.read(offsets, mask_b), 0.0)      # masked-off elements: zero-filled
-    smem.view()[...] = values
+    smem.write(values)
     for st in smem.states():
         st.pending_write, st.ever_written = ("cp.async", me, None), True
         me.cp_uncommitted.append(st)

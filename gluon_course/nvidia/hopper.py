@@ -74,6 +74,63 @@ def require_wgmma_tile(BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, num_warps: int,
                          "TMA fills the other")
 
 
+def cluster_split_problem(c_cga, a_cga, b_cga, b_kn: bool = True, stacked_along: str | None = None) -> str | None:
+    """None when the ``cga_layout`` bases of a GEMM tile in a cluster give every CTA what its own part of C needs;
+    else one sentence naming the operand, the axis it is split along, the axis that must be split, and why.
+
+    Each CTA multiplies its own part of A by its own part of B into its own part of C (wgmma reads only the CTA's own
+    shared memory). For each bit of a CTA's rank, C's basis ``[m, n]`` says how that bit moves a CTA's part of C
+    (rows, columns); A's basis must then be ``[m, 0]`` (the same rows of A, all of K: C's part sums over all of it)
+    and B's ``[0, n]`` (``[n, 0]`` for B as N × K): all of K, the same columns. A basis of zeros is a part every CTA
+    of that bit holds (B's tile when the CTAs are stacked along M: the multicast's destination). ``stacked_along``
+    ("M" or "N"): the axis along which the kernel stacks its cluster's CTAs, which C must be split along.
+
+    Triton 3.9.0 does not compile lesson 33's cluster kernel (B K × N) with B's tile split along K or along N, nor with
+    A's and C's split along their columns: it fails in its ConvertTritonGPUToLLVM pass with no message of its own.
+    This rule says why, before the compiler runs."""
+    k_axis, n_axis = (0, 1) if b_kn else (1, 0)
+    for name, bases in (("C", c_cga), ("A", a_cga), ("B", b_cga)):
+        if len(bases) != len(c_cga):
+            return (f"{name}'s cga_layout has {len(bases)} bases and C's {len(c_cga)}: every layout of the cluster's "
+                    "tile needs one basis per bit of a CTA's rank")
+    for bit, (c, a, b) in enumerate(zip(c_cga, a_cga, b_cga)):
+        m, n = int(c[0]), int(c[1])
+        def basis(x) -> str:
+            return f"(its basis for bit {bit} of a CTA's rank is {[int(v) for v in x]})"
+        if not m and not n:
+            return (f"C's tile is held whole by CTAs that differ in bit {bit} of their rank {basis(c)}: they "
+                    "would compute the same part of C twice. Split C's tile between the CTAs along the axis the "
+                    f"cluster stacks them on: its rows ([1, 0], [2, 0], ...) when they are stacked along M")
+        if stacked_along == "M" and n or stacked_along == "N" and m:
+            split, keep = ("rows", "columns") if stacked_along == "M" else ("columns", "rows")
+            return (f"C's tile is split between the CTAs along its {keep} {basis(c)}, but this kernel stacks "
+                    f"its cluster's CTAs along {stacked_along}, each CTA computing its own {split} of the cluster's "
+                    "tile: " + ("A's and C's rows must be split ([1, 0] for 2 CTAs) and B's tile held whole by every "
+                                "CTA ([0, 0], the multicast's destination)" if stacked_along == "M" else
+                                "B's and C's columns must be split and A's tile held whole by every CTA ([0, 0])"))
+        if int(a[1]):
+            return (f"A's tile is split between the CTAs along K {basis(a)}: a CTA's part of C sums over all "
+                    f"of K, so each CTA needs whole rows of A. Split A's rows as C's are: [{m}, 0]" +
+                    (" (C's rows are not split by this bit: A's tile is then held whole by those CTAs)" if not m
+                     else ""))
+        if int(a[0]) != m:
+            return (f"A's rows are split between the CTAs otherwise than C's {basis(a)[:-1]}, C's {[m, n]}): a CTA's "
+                    f"rows of C are made from the same rows of A, so A's basis must be [{m}, 0]")
+        if int(b[k_axis]):
+            held = ("held whole by every CTA: [0, 0], the multicast's destination" if not n else
+                    f"split along N as C's columns are: {[0, n] if b_kn else [n, 0]}")
+            return (f"B's tile ({'K × N' if b_kn else 'N × K'}) is split between the CTAs along K {basis(b)}: "
+                    "each CTA multiplies its rows of A by all of K of B's tile (its part of C sums over all of it), "
+                    f"so B must be {held}")
+        if int(b[n_axis]) != n:
+            held = ("held whole by every CTA ([0, 0]): each CTA multiplies its own rows of A by all of B's tile, "
+                    "which the multicast writes into every CTA" if not n else
+                    f"split along N as C's columns are ({[0, n] if b_kn else [n, 0]})")
+            return (f"B's tile ({'K × N' if b_kn else 'N × K'}) is split between the CTAs along N {basis(b)} "
+                    f"where C's columns are {'not split' if not n else f'split as {list(c)}'}: B must be {held}")
+    return None
+
+
 def require_hopper(t: torch.Tensor) -> None:
     """wgmma exists on compute capability 9.x only: Blackwell's tensor cores take tcgen05 instead."""
     if torch.version.hip is not None or torch.cuda.get_device_capability(t.device)[0] != 9:

@@ -1,8 +1,11 @@
 """Lesson 33's checks: in the sm_90 machine code, the ping-pong kernel's two consumer K loops and its order barriers,
 the cluster kernel's multicast (its CTA mask), its cluster dimension and the cluster barrier's count; both
-configurations fitting an SM; the host model running both kernels' protocols (the cluster kernel as a cluster of one
-CTA: the model runs one CTA at a time); on a GPU, correctness on odd shapes and on clusters that do not divide the
-tiles, the sanitizers, and the figures against cuBLAS and lesson 19."""
+configurations fitting an SM; cluster_layouts against what each CTA's part of C needs (before the compiler, which fails
+on a wrong split without a message of its own); the host model running the three kernels' protocols (the cluster
+kernel as the two CTAs it has: each CTA's own shared memory and barriers, B's multicast into both, the cluster's
+release barrier in the first), the consumers' turns and the moment each hands its turn over, read from the model's
+event log; ordered_tile's orders against the ones the notebook prints; on a GPU, correctness on odd shapes and on
+clusters that do not divide the tiles, the sanitizers, and the figures against cuBLAS and lesson 19."""
 import re
 
 from gluon_course.grading import Check, CourseTarget, Figure, LessonChecks, NotChecked
@@ -132,6 +135,9 @@ def cluster(mod):
     """The cluster kernel: launched as clusters of CLUSTER_M (``.reqnctapercluster``), A's box per CTA, B's boxes by
     multicast (2 boxes of 64 columns K × N, 1 box N × K) to a mask naming every CTA of the cluster."""
     n = CLUSTER_TILE["CLUSTER_M"]
+    problem = _split_problem(mod, n)      # before the compiler, which fails on a wrong split without saying why
+    if problem:
+        return problem
     for b_kn, boxes in ((True, 2), (False, 1)):
         what = "B K × N" if b_kn else "B as N × K"
         try:
@@ -160,6 +166,9 @@ def cluster_barriers(mod):
     count CLUSTER_M), released from both CTAs (mbarrier.arrive.shared::cluster: the loop's and the tile's last), and
     retired only after a cluster-wide barrier."""
     n, stages = CLUSTER_TILE["CLUSTER_M"], CLUSTER_TILE["STAGES"]
+    problem = _split_problem(mod, n)      # the compiler's failure on a wrong split says nothing of its own
+    if problem:
+        return problem
     k = compiled(mod, "cluster")
     counts = [int(c) for c in re.findall(r"mbarrier\.init\.shared::cta\.b64 \[[^\]]*\], (\d+);", k.ptx)]
     shared = counts.count(n)
@@ -204,35 +213,87 @@ def subtile(mod):
 
 # Grids of tiles (rows, columns), GROUP_M: partial last groups, a single row or column, more rows than a group.
 ORDER_GRIDS = ((1, 1), (1, 7), (7, 1), (8, 8), (9, 5), (13, 7), (17, 3), (64, 64), (33, 65))
+# The orders exercise 3 asks for, as the notebook prints them: the number of the tile that goes to each (row, column).
+# (GROUP_M, SNAKE) -> grid. The snake: odd columns of a group bottom-up, odd groups right to left.
+ORDERS = {
+    (2, 1): ((0, 3, 4, 7),
+             (1, 2, 5, 6),
+             (15, 12, 11, 8),
+             (14, 13, 10, 9),
+             (16, 17, 18, 19)),
+    (4, 1): ((0, 7, 8, 15, 16),
+             (1, 6, 9, 14, 17),
+             (2, 5, 10, 13, 18),
+             (3, 4, 11, 12, 19),
+             (36, 35, 28, 27, 20),
+             (37, 34, 29, 26, 21),
+             (38, 33, 30, 25, 22),
+             (39, 32, 31, 24, 23),
+             (40, 41, 42, 43, 44)),
+    (2, 0): ((0, 2, 4, 6),
+             (1, 3, 5, 7),
+             (8, 10, 12, 14),
+             (9, 11, 13, 15),
+             (16, 17, 18, 19)),
+}
 
 
 def tile_order(mod):
     """On the host, over grids of tiles with and without a partial last group: ordered_tile, grouped and snake, sends
-    the tile numbers to every tile of the grid exactly once (the kernel's own function, evaluated by the model)."""
+    the tile numbers to every tile of the grid exactly once, and in the order ORDERS gives (the kernel's own function,
+    evaluated by the model)."""
     from gluon_course.model import ModelUnsupported
-    from gluon_course.model.orders import visits_each_once
+    from gluon_course.model.orders import first_difference, visits_each_once
 
-    for snake in (0, 1):
-        for group_m in (1, 4, 8):
-            for num_pid_m, num_pid_n in ORDER_GRIDS:
-                try:
+    try:
+        for snake in (0, 1):
+            for group_m in (1, 4, 8):
+                for num_pid_m, num_pid_n in ORDER_GRIDS:
                     problem = visits_each_once(mod.ordered_tile, num_pid_m, num_pid_n, group_m, snake)
-                except ModelUnsupported as e:
-                    return NotChecked(f"the host model does not model {e}")
-                if problem:
-                    return f"ordered_tile with SNAKE={snake}, GROUP_M={group_m}: {problem}"
+                    if problem:
+                        return f"ordered_tile with SNAKE={snake}, GROUP_M={group_m}: {problem}"
+        for (group_m, snake), grid in ORDERS.items():
+            problem = first_difference(mod.ordered_tile, grid, group_m, snake)
+            if problem:
+                name = "the snake" if snake else "lesson 17's grouped order"
+                return (f"ordered_tile with SNAKE={snake}, GROUP_M={group_m} visits every tile once but not in "
+                        f"{name}: {problem}")
+    except ModelUnsupported as e:
+        return NotChecked(f"the host model does not model {e}")
     return None
 
 
 def config_fits(mod):
     for name, kernel in (("CONFIG", "pingpong"), ("CLUSTER_CONFIG", "cluster"), ("SUBTILE_CONFIG", "subtile")):
         cfg = dict(getattr(mod, name))
+        problem = _split_problem(mod, cfg["CLUSTER_M"]) if kernel == "cluster" else None
+        if problem:
+            return problem
         k = compiled(mod, kernel, cfg)
         problem = fits(k, WARPS, cfg)
         if problem:
             shown = ", ".join(f"{key}={value}" for key, value in cfg.items())
             return f"{name} ({shown}) on sm_90: {problem}"
     return None
+
+
+MODEL_SHAPES = ((300, 264, 520), (129, 136, 72), (1, 8, 8))
+# The cluster's: tiles of 256 rows past M (300) and 128 columns past N (136), 6 K steps a tile (past the ring's 4),
+# 2 tiles on the first program; the first shape kept smaller than MODEL_SHAPES' as it runs in three schedules.
+CLUSTER_MODEL_SHAPES = ((300, 136, 328), (129, 136, 72), (1, 8, 8))
+# The cluster kernel's CTAs in three orders a GPU may run them in: the first CTA as far ahead as its waits allow (where
+# a multicast that does not wait for the other CTA overwrites a slot it still reads), in turn, the last CTA first.
+CLUSTER_SCHEDULES = ("CTA 0 first", "round robin", "last CTA first")
+
+
+def _rules(stores_per_tile=1):
+    """What the host model's event log must show of every step's consumers: they take turns, one run of products per
+    tile, and each hands the turn over while its last product still runs."""
+    from gluon_course.model import gemm as model_gemm
+    from gluon_course.model.events import turn_passed_while_products_run
+
+    return lambda programs: (model_gemm.consumers_take_turns(programs, stores_per_tile)
+                             or turn_passed_while_products_run(programs))
 
 
 def _model(mod, kernel, cfg, extra=None, c_block=None, stores_per_tile=1):
@@ -243,17 +304,14 @@ def _model(mod, kernel, cfg, extra=None, c_block=None, stores_per_tile=1):
     constexprs = {k: cfg[k] for k in KERNEL_KEYS if k not in tile}
     constexprs["acc_layout"] = mod.wgmma_layout(cfg["BLOCK_N"])
     constexprs.update(extra or {})
-    if kernel is mod.cluster_kernel:
-        constexprs["CLUSTER_M"] = 1
     grid = (lambda M, N: min(3, -(-M // cfg["BLOCK_M"]) * -(-N // cfg["BLOCK_N"])))
     for b_layout in ("row", "col"):
         launch = model_gemm.tma_launch(kernel, tile, grid, {**constexprs, "B_KN": b_layout == "row"},
                                        b_layout=b_layout, c_descriptor=True, num_warps=int(mod.CONSUMER_WARPS),
                                        c_block=c_block)
         try:
-            problem = model_gemm.check(launch, ((300, 264, 520), (129, 136, 72), (1, 8, 8)), b_layout=b_layout,
-                                       tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]),
-                                       rule=lambda programs: model_gemm.consumers_take_turns(programs, stores_per_tile))
+            problem = model_gemm.check(launch, MODEL_SHAPES, b_layout=b_layout, tile=(cfg["BLOCK_M"], cfg["BLOCK_N"]),
+                                       rule=_rules(stores_per_tile))
         except ModelUnsupported as e:
             return NotChecked(f"the host model does not model {e}")
         if problem:
@@ -265,8 +323,50 @@ def host_model(mod):
     return _model(mod, mod.pingpong_kernel, TILE)
 
 
+def _split_problem(mod, n):
+    """cluster_layouts(n) against what each CTA's part of C needs (the toolkit's rule), for both layouts of B."""
+    from gluon_course.nvidia.hopper import cluster_split_problem
+
+    layouts = mod.cluster_layouts(n)
+    for b_kn in (True, False):
+        problem = cluster_split_problem(layouts["ac_cga"], layouts["ac_cga"], layouts["b_cga"], b_kn=b_kn,
+                                        stacked_along="M")
+        if problem:
+            return f"cluster_layouts({n}) returns {layouts}: {problem}"
+    return None
+
+
 def host_model_cluster(mod):
-    return _model(mod, mod.cluster_kernel, {**TILE, "CLUSTER_M": 1})
+    """cluster_kernel run as the cluster of CLUSTER_M CTAs it is: each CTA with its own shared memory and barriers, B
+    multicast into both, the cluster's release barrier in the first CTA, in each of CLUSTER_SCHEDULES."""
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import cluster_launch
+    from gluon_course.model import gemm as model_gemm
+
+    n = CLUSTER_TILE["CLUSTER_M"]
+    problem = _split_problem(mod, n)
+    if problem:
+        return problem
+    layouts = mod.cluster_layouts(n)
+    cga = {"a": layouts["ac_cga"], "b": layouts["b_cga"], "c": layouts["ac_cga"]}
+    rows, BN, BK = n * CLUSTER_TILE["BLOCK_M"], CLUSTER_TILE["BLOCK_N"], CLUSTER_TILE["BLOCK_K"]
+    constexprs = {k: CLUSTER_TILE[k] for k in KERNEL_KEYS}
+    constexprs.update(CLUSTER_M=n, acc_layout=mod.wgmma_layout(BN, layouts["ac_cga"]))
+    grid = (lambda M, N: min(3, -(-M // rows) * -(-N // BN)))
+    for schedule in CLUSTER_SCHEDULES:
+        for b_layout in ("row", "col"):
+            launch = cluster_launch.gemm_launch(mod.cluster_kernel, {"BLOCK_M": rows, "BLOCK_N": BN, "BLOCK_K": BK},
+                                                grid, {**constexprs, "B_KN": b_layout == "row"}, cga, n,
+                                                b_layout=b_layout, num_warps=int(mod.CONSUMER_WARPS),
+                                                schedule=schedule)
+            try:
+                problem = model_gemm.check(launch, CLUSTER_MODEL_SHAPES, b_layout=b_layout, tile=(rows, BN),
+                                           rule=_rules())
+            except ModelUnsupported as e:
+                return NotChecked(f"the host model does not model {e}")
+            if problem:
+                return f"B {'K × N' if b_layout == 'row' else 'as N × K'}, the CTAs run {schedule}: {problem}"
+    return None
 
 
 def host_model_subtile(mod):
@@ -395,7 +495,8 @@ CHECKS = LessonChecks(
               f"{WARPS} warps, two K loops of {HGMMA_PER_LOOP} HGMMA.64x128x16 (one per consumer), the ring's and the "
               "two order barriers, one TMA store per consumer, consumer 1 asking setmaxnreg for at least the registers "
               "it was compiled for and the producer for fewer (both layouts of B)", pingpong, target="sm_90"),
-        Check("cluster_sm_90", "sm_90, cluster_kernel at the course's tile: clusters of 2 CTAs, one plain TMA copy (A) "
+        Check("cluster_sm_90", "sm_90, cluster_kernel at the course's tile: cluster_layouts splits A's and C's rows and "
+              "gives every CTA all of B's tile (checked before compiling), clusters of 2 CTAs, one plain TMA copy (A) "
               "and B by multicast (UTMALDG.2D.MULTICAST) to the mask of both CTAs (both layouts of B)", cluster,
               target="sm_90"),
         Check("cluster_barriers_sm_90", "sm_90, cluster_kernel: B's release barrier initialised with count 2 per "
@@ -404,18 +505,21 @@ CHECKS = LessonChecks(
         Check("config_fits", "your CONFIG, CLUSTER_CONFIG and SUBTILE_CONFIG, compiled for sm_90, fit one SM with no spills",
               config_fits, target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL + "; pingpong_kernel: the consumers' K loops in turns, one run of "
-              "products per tile, consumer 0 first; both layouts of B", host_model),
+              "products per tile, consumer 0 first, each handing the turn over before the wait that retires its last "
+              "product; both layouts of B", host_model),
         Check("subtile_sm_90", f"sm_90, subtile_kernel at its tile (STAGES 5, one 128×64 buffer per consumer): step "
               f"1's {WARPS} warps and K loops, 4 TMA stores of 128×64 subtiles, less shared memory than step 1 at the "
               "same STAGES (both layouts of B)", subtile, target="sm_90"),
         Check("tile_order", "on the host: ordered_tile, grouped and snake, visits every tile of grids with and "
-              "without a partial last group exactly once (GROUP_M 1, 4 and 8)", tile_order),
+              "without a partial last group exactly once (GROUP_M 1, 4 and 8), in the orders the notebook prints",
+              tile_order),
         Check("host_model_subtile", "the host model runs subtile_kernel, grouped and snake, with one and two subtile "
               "buffers: C exact, each subtile's buffer written only after the store that last read it is waited for "
               "and fenced before TMA reads it, the turns hold (both layouts of B)", host_model_subtile),
-        Check("host_model_cluster", "the host model runs cluster_kernel as a cluster of one CTA (it runs one CTA at a "
-              "time): C exact, the two release barriers and the turns hold; the cluster's own counts are read from "
-              "the listing (cluster_barriers_sm_90)", host_model_cluster),
+        Check("host_model_cluster", "the host model runs cluster_kernel as the cluster of 2 CTAs it is (each with its own "
+              "shared memory and barriers, B multicast into both, b_empty in the first), the CTAs in three orders: C "
+              "exact, no slot of either CTA refilled while that CTA still reads it, the turns hold (both layouts of "
+              "B)", host_model_cluster),
         Check("kept_plans", "the launchers keep their plans as lesson 31 does: a plan per signature, found again at "
               "any address, built afresh for another shape, row stride or dtype and for a view of A, B or C at every "
               "offset TMA refuses (each refused with TMA's rule); descriptors kept by address, not by Python object, "

@@ -16,10 +16,32 @@ PLANTS = [
           rejected_by="cluster_barriers_sm_90", gpu=False),
     Plant("B's tile split between the CTAs along K ([[1, 0]] on its [BLOCK_K, BLOCK_N] tile) instead of held by both, "
           "so that neither CTA would receive all of it: Triton 3.9.0 fails to lower this kernel (its "
-          "ConvertTritonGPUToLLVM pass), and the check says so. (Gluon computes the multicast's CTA mask from the "
-          "destination's layout, so a mask is never written by hand; the check reads it from the PTX all the same)",
+          "ConvertTritonGPUToLLVM pass) without a message of its own; the check says, before compiling, which axis "
+          "must be split and why (the toolkit's rule of what each CTA's part of C needs). (Gluon computes the "
+          "multicast's CTA mask from the destination's layout, so a mask is never written by hand; the check reads it "
+          "from the PTX all the same)",
           'return {"ac_cga": split, "b_cga": [[0, 0]] * len(split)}', 'return {"ac_cga": split, "b_cga": split}',
           rejected_by="cluster_sm_90", gpu=False),
+    Plant("A's and C's tiles split between the CTAs along their columns ([0, 1]) where the cluster stacks its CTAs "
+          "along M: Triton 3.9.0 fails in ConvertTritonGPUToLLVM without a message of its own; the check names the "
+          "axis to split (the rows) and why, before compiling",
+          "    split = [[1 << i, 0] for i in range(cluster.bit_length() - 1)]",
+          "    split = [[0, 1 << i] for i in range(cluster.bit_length() - 1)]",
+          rejected_by="cluster_sm_90", gpu=False),
+    Plant("B's tile multicast without waiting on the cluster's b_empty: the first CTA's producer refills B's slot in both "
+          "CTAs once its own consumers have released it (empty), while the other CTA's consumers may not yet have "
+          "read the tile there. Every listing count is the solution's but one wait; the host model, running the "
+          "cluster as its two CTAs, reports the multicast that overwrites the other CTA's slot",
+          "            mbarrier.wait(b_empty.index(slot), phase)\n", "",
+          rejected_by="host_model_cluster", gpu=False),
+    Plant("B's slot released on b_empty without its predicate (pred=k > 0): each consumer's first K step of a tile "
+          "releases the previous step's slot a second time, so the cluster's barrier completes a phase before the "
+          "other CTA is done with the slot and the multicast overwrites it as that CTA's wgmma reads it",
+          "    mbarrier.arrive(b_empty.index(slot), pred=pred)\n", "    mbarrier.arrive(b_empty.index(slot))\n",
+          rejected_by="host_model_cluster", gpu=False),
+    Plant("no cluster barrier before the invalidates: the first CTA retires b_empty while the other CTA's consumers "
+          "may still arrive on it",
+          "    gl.barrier(cluster=True)\n", "", rejected_by="host_model_cluster", gpu=False),
     Plant("B loaded without multicast=True into a tile both CTAs hold: each CTA's producer copies all of B itself, "
           "twice the L2 reads the cluster was for",
           "ready.index(slot), b_ring.index(slot),\n                               multicast=True)\n            else:",
@@ -59,6 +81,19 @@ PLANTS = [
           "group the odd columns send tiles to rows past the grid and never visit others",
           "row = row + (col % 2) * (group_rows - 1 - 2 * row)", "row = row + (col % 2) * (GROUP_M - 1 - 2 * row)",
           rejected_by="tile_order", gpu=False),
+    Plant("the snake without its second mirror: odd groups run left to right like even ones. Every tile is visited "
+          "once (the tile_order check's first half passes), but each group starts at the far end of the grid from "
+          "where the one before it ended, not the order exercise 3 asks for",
+          "        col = col + (group % 2) * (num_pid_n - 1 - 2 * col)\n", "",
+          rejected_by="tile_order", gpu=False),
+    Plant("the ping-pong turn handed over after the tile's products finish (pass_turn after warpgroup_mma_wait(0)) in "
+          "step 1's consumer: C is right and the turns still alternate, but the other consumer's products can no "
+          "longer start while this one's last ones run",
+          "        pass_turn(next_turn)\n        acc = warpgroup_mma_wait(0, deps=(acc,))\n"
+          "        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))\n        # Lesson 19's epilogue",
+          "        acc = warpgroup_mma_wait(0, deps=(acc,))\n        pass_turn(next_turn)\n"
+          "        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))\n        # Lesson 19's epilogue",
+          rejected_by="host_model", gpu=False),
     Plant("the snake mirrors the column one too far (num_pid_n - 2 * col): odd groups start one column past the grid "
           "and never visit their first column",
           "col = col + (group % 2) * (num_pid_n - 1 - 2 * col)", "col = col + (group % 2) * (num_pid_n - 2 * col)",

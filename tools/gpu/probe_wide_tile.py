@@ -259,7 +259,8 @@ def host_check(variants=None, make=None, base=BASE, shapes=((300, 264, 520), (12
     for name, diff in (variants or VARIANTS).items():
         launch = make({**base, **diff})
         if launch.cfg.get("CLUSTER_M", 1) > 1:
-            print(f"{name:34s}: not modelled (the host model runs one CTA at a time)")
+            print(f"{name:34s}: not modelled here (this check launches one CTA a program; a cluster runs in "
+                  "gluon_course.model.cluster_launch)")
             continue
         for b_layout in ("row", "col"):
             b_kn = b_layout == "row"
