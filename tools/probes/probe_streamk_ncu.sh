@@ -1,5 +1,5 @@
 # One GPU call (about 2 minutes), after `source .device/activate.sh`:
-#   OUT=$OUT bash tools/gpu/probe_streamk_ncu.sh
+#   OUT=$OUT bash tools/probes/probe_streamk_ncu.sh
 # Lesson 32's open question: why its stream-K was slower than the table's entries where the re-tune of 2026-12-02
 # timed it. Nsight Compute on one cold launch each at 512x6144x4096 of lesson 32's linear with the re-tune's fastest
 # stream-K configuration (128 x 128 tiles, 8 warps, 4 slots, STREAM_K = 1), the same tile unsplit, STREAM_K = 2, and
@@ -15,7 +15,7 @@ i=0
 for who in "ours@$TILE" "ours@$TILE,STREAM_K=1" "ours@$TILE,STREAM_K=2" ours; do
   i=$((i + 1))
   timeout 90 ncu --clock-control none --cache-control all --nvtx --nvtx-include "probe/" --metrics "$METRICS" \
-      --csv --print-units base python tools/gpu/probe_decode.py one "$who" 512 6144 4096 \
+      --csv --print-units base python tools/probes/probe_decode.py one "$who" 512 6144 4096 \
       > "$OUT/ncu-$i.csv" 2> "$OUT/ncu-$i.err"
   echo "ncu $i ($who) rc=$?" | tee -a "$OUT/steps.txt"
 done

@@ -15,10 +15,10 @@ variant correct; bf16 0.997-1.038x cuBLAS on the sweep's four shapes with N of 8
 run) and 0.69-0.92x on the other three; fp8 1.034-1.038x torch._scaled_mm at 8192³ (lesson 34 1.017x), its sweep
 geomeans 0.953-0.963x (lesson 34 0.985x).
 
-    python tools/gpu/probe_pingpong_strips.py --compile        CPU: bf16 and fp8 compiled for sm_90
-    python tools/gpu/probe_pingpong_strips.py --model          CPU: the kernel in the course's host model, exact
-    python tools/gpu/probe_pingpong_strips.py bf16 OUT.json    GPU: odd shapes, then the bf16 sweep beside v9, cuBLAS
-    python tools/gpu/probe_pingpong_strips.py fp8 OUT.json     GPU: odd shapes, then the fp8 sweep beside lesson 34
+    python tools/probes/probe_pingpong_strips.py --compile        CPU: bf16 and fp8 compiled for sm_90
+    python tools/probes/probe_pingpong_strips.py --model          CPU: the kernel in the course's host model, exact
+    python tools/probes/probe_pingpong_strips.py bf16 OUT.json    GPU: odd shapes, then the bf16 sweep beside v9, cuBLAS
+    python tools/probes/probe_pingpong_strips.py fp8 OUT.json     GPU: odd shapes, then the fp8 sweep beside lesson 34
 """
 import importlib.util
 import pathlib

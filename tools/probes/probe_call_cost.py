@@ -3,7 +3,7 @@ do_bench beside a CUDA-graph replay, lesson 31's launcher checked for correctnes
 memory reused at one address with another shape), and the model shapes of lesson 32 with the single tile of
 lessons 19 and 31.
 
-    python tools/gpu/probe_call_cost.py OUT.json
+    python tools/probes/probe_call_cost.py OUT.json
 
 All times in microseconds unless a key says otherwise. A trial, not a recording.
 """

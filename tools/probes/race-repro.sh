@@ -3,7 +3,7 @@
 # under timeout; 120 s in all at most. Which minimal kernel, if any, gets racecheck's report between the default
 # warps' STS of the dispatch's state word (before the exit BAR.SYNC 1) and the workers' LDS.U8 of it (after theirs)?
 #
-#   OUT=gpu-out bash tools/gpu/race-repro.sh
+#   OUT=gpu-out bash tools/probes/race-repro.sh
 #
 # Logs: $OUT/race-<name>.log (racecheck in hazard-and-analysis mode: each hazard with its threads and PCs). The table
 # at the end gives each run's exit status (0 clean, 86 hazards, 124 killed at its limit), racecheck's summary and the

@@ -10,7 +10,7 @@ For ours and F.linear on each shape, in one process, warm, on an idle GPU:
 bench − cold_write is what do_bench's own loop adds (launch latency, the event pair); cold_write − cold_read is the
 write-back of the dirty lines the overwrite leaves. Writes OUT (JSON) and prints a table.
 
-    python tools/gpu/probe_bench_gap.py OUT.json [MxNxK ...]
+    python tools/probes/probe_bench_gap.py OUT.json [MxNxK ...]
 """
 import json
 import sys

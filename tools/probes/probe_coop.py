@@ -3,9 +3,9 @@ steps added to the ping-pong kernel: C in subtiles (which frees shared memory fo
 cluster of two CTAs along M with B's tile multicast. Lesson 33's recording (2026-12-03) had every ping-pong step below
 v9 at 8192³ (v10.3 687 TFLOPS against v9's 725); this asks whether the same ideas on v9's tile go past it.
 
-    python tools/gpu/probe_coop.py --compile                CPU: every variant compiled for sm_90 (shared memory, registers)
-    python tools/gpu/probe_coop.py OUT.json [--sweep]       GPU: correctness on odd shapes, then interleaved timings
-    python tools/gpu/probe_coop.py OUT.json --sweep --wide  GPU: the same for lesson 33's kernels on 64 × 256 tiles
+    python tools/probes/probe_coop.py --compile                CPU: every variant compiled for sm_90 (shared memory, registers)
+    python tools/probes/probe_coop.py OUT.json [--sweep]       GPU: correctness on odd shapes, then interleaved timings
+    python tools/probes/probe_coop.py OUT.json --sweep --wide  GPU: the same for lesson 33's kernels on 64 × 256 tiles
 
 A variant is (STAGES, C_SPLIT, SNAKE, CLUSTER_M): C_SPLIT 1 stores the 128 × 256 tile at once through one buffer (v9's
 epilogue), 2 as two 128 × 128 halves and 4 as four 128 × 64 quarters, each through one of C_BUFFERS buffers paced by

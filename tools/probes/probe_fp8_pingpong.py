@@ -17,10 +17,10 @@ Its run (H200, 2026-12-03, commit 1e5ca08946; results/trials/nvidia-h200-2026-12
 kernels.json): every variant correct; sweep geomeans 0.927-0.980x torch._scaled_mm against lesson 34's 0.987x in the
 same run, the 64 × 256 tiles the lowest; at 8192³ the 128 × 128 ones 0.997-1.019x against lesson 34's 1.016x.
 
-    python tools/gpu/probe_fp8_pingpong.py --compile     CPU: every variant compiled for sm_90
-    python tools/gpu/probe_fp8_pingpong.py OUT.json      GPU: correctness on odd shapes, then interleaved timings
-    python tools/gpu/probe_fp8_pingpong.py library OUT.json   GPU: the kernels cuBLASLt launches at these shapes
-    OUT=$OUT bash tools/gpu/probe_fp8_pingpong.sh        GPU: that, in one call
+    python tools/probes/probe_fp8_pingpong.py --compile     CPU: every variant compiled for sm_90
+    python tools/probes/probe_fp8_pingpong.py OUT.json      GPU: correctness on odd shapes, then interleaved timings
+    python tools/probes/probe_fp8_pingpong.py library OUT.json   GPU: the kernels cuBLASLt launches at these shapes
+    OUT=$OUT bash tools/probes/probe_fp8_pingpong.sh        GPU: that, in one call
 """
 import importlib.util
 import pathlib

@@ -26,10 +26,10 @@ finds (five subtiles a tile through buffers picked by the subtile's place in its
 by a running count. Fixed, it read 1.009x (bf16) and 1.013x (fp8) at 8192³ (commit 47fdb99d36,
 results/trials/nvidia-h200-2026-12-03-pingpong-strips.json).
 
-    python tools/gpu/probe_wide_tile.py --compile        CPU: every variant compiled for sm_90, bf16 and fp8
-    python tools/gpu/probe_wide_tile.py --model          CPU: the kernels in the course's host model, exact
-    python tools/gpu/probe_wide_tile.py bf16 OUT.json    GPU: correct on odd shapes, the bf16 sweep beside v9, cuBLAS
-    python tools/gpu/probe_wide_tile.py fp8 OUT.json     GPU: correct on odd shapes, the fp8 sweep beside lesson 34
+    python tools/probes/probe_wide_tile.py --compile        CPU: every variant compiled for sm_90, bf16 and fp8
+    python tools/probes/probe_wide_tile.py --model          CPU: the kernels in the course's host model, exact
+    python tools/probes/probe_wide_tile.py bf16 OUT.json    GPU: correct on odd shapes, the bf16 sweep beside v9, cuBLAS
+    python tools/probes/probe_wide_tile.py fp8 OUT.json     GPU: correct on odd shapes, the fp8 sweep beside lesson 34
 """
 import importlib.util
 import pathlib

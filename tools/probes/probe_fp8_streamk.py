@@ -16,11 +16,11 @@ every shape (0.64x torch._scaled_mm at 2048x4096x4096, 0.86-0.98x elsewhere, les
 read-back of partials that went out to HBM is most of the loss, and with the fix-up dropped it only ties. Lesson 34's
 section 4 says so.
 
-    python tools/gpu/probe_fp8_streamk.py --compile          CPU: each variant compiled for sm_90 (spills, shared memory)
-    python tools/gpu/probe_fp8_streamk.py OUT.json           GPU: correctness on odd shapes, then interleaved timings
-    python tools/gpu/probe_fp8_streamk.py --diagnose OUT.json   GPU: where stream-K's time goes (timings only)
-    python tools/gpu/probe_fp8_streamk.py --fixup OUT.json      GPU: the fixup in parts (timings only)
-    python tools/gpu/probe_fp8_streamk.py one NAME M N K        GPU: one launch of FIXUPS[NAME] in NVTX range "probe"
+    python tools/probes/probe_fp8_streamk.py --compile          CPU: each variant compiled for sm_90 (spills, shared memory)
+    python tools/probes/probe_fp8_streamk.py OUT.json           GPU: correctness on odd shapes, then interleaved timings
+    python tools/probes/probe_fp8_streamk.py --diagnose OUT.json   GPU: where stream-K's time goes (timings only)
+    python tools/probes/probe_fp8_streamk.py --fixup OUT.json      GPU: the fixup in parts (timings only)
+    python tools/probes/probe_fp8_streamk.py one NAME M N K        GPU: one launch of FIXUPS[NAME] in NVTX range "probe"
 """
 import json
 import statistics

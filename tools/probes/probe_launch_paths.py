@@ -3,8 +3,8 @@ same process: the old path (the compiled kernel's CompiledKernel.run with the ke
 encodes into CUtensorMaps again on every call) and the new (driver.c's launch with the maps encoded once:
 gluon_course.nvidia.launch.RawLaunch), and the parts of a call.
 
-    python tools/gpu/probe_launch_paths.py OUT.json              on the GPU (a trial, not a recording)
-    python tools/gpu/probe_launch_paths.py OUT.json --cpu-proxy  on any machine: a CPU proxy
+    python tools/probes/probe_launch_paths.py OUT.json              on the GPU (a trial, not a recording)
+    python tools/probes/probe_launch_paths.py OUT.json --cpu-proxy  on any machine: a CPU proxy
 
 With ``--cpu-proxy`` nothing reaches a GPU: Triton's driver is stood in for (nvidia.launch.StubDriver: the encoding
 returns a stand-in map, the C launch does nothing), CPU tensors stand in for the operands, and each path runs from

@@ -5,7 +5,7 @@ interleaved rounds: the read with as many programs as the GEMM runs (64: one per
 and with the ceiling's 264; lesson 32's swap-AB configuration with SPLIT_K 1 (64 programs, no hand-over) and 2 (128
 programs, the partial sums handed over through L2), 4 and 8 slots; the table's own entry.
 
-    python tools/gpu/probe_decode_gap.py OUT.json
+    python tools/probes/probe_decode_gap.py OUT.json
 """
 import json
 import statistics

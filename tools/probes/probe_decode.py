@@ -1,10 +1,10 @@
-"""Two questions lesson 32's recordings leave open, for one GPU call (tools/gpu/probe_decode.sh runs both).
+"""Two questions lesson 32's recordings leave open, for one GPU call (tools/probes/probe_decode.sh runs both).
 
-  python tools/gpu/probe_decode.py names OUT.json
+  python tools/probes/probe_decode.py names OUT.json
       For every model shape, the kernels F.linear launches (names, grids, blocks, registers, shared memory) from
       torch.profiler: what cuBLAS runs where lesson 32's table loses (512x6144x4096, 128x4096x4096, ...).
 
-  python tools/gpu/probe_decode.py one WHO M N K
+  python tools/probes/probe_decode.py one WHO M N K
       Warm up WHO (ours: lesson 32's linear; flinear: F.linear; sum: torch.sum of W) on an M x N x K decode shape,
       then call it once more inside the NVTX range "probe": the launch that ncu profiles (--nvtx-include probe/).
       Under ncu with --cache-control all the kernel starts with L2 flushed, as cold_kernel_ms's read does, and

@@ -1,5 +1,5 @@
 # One GPU call (about 3 minutes), after `source .device/activate.sh`, from a clean tree:
-#   OUT=$OUT bash tools/gpu/probe_decode.sh
+#   OUT=$OUT bash tools/probes/probe_decode.sh
 # 1. which kernels cuBLAS runs for lesson 32's 31 model shapes (cublas-kernels.json);
 # 2. Nsight Compute on one cold-L2 launch each of ours, F.linear and torch.sum(W) at 1x4096x4096 and 16x4096x4096:
 #    the kernel's own duration, DRAM bytes read, grid (ncu.csv). See probe_decode.py for what each answers.
@@ -7,7 +7,7 @@ set -u
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD:${PYTHONPATH:-}
 nvidia-smi --query-gpu=name,clocks.sm,utilization.gpu,memory.used --format=csv,noheader | tee "$OUT/gpu.txt"
-timeout 120 python tools/gpu/probe_decode.py names "$OUT/cublas-kernels.json" > "$OUT/names.log" 2>&1
+timeout 120 python tools/probes/probe_decode.py names "$OUT/cublas-kernels.json" > "$OUT/names.log" 2>&1
 echo "names rc=$?" | tee -a "$OUT/steps.txt"
 METRICS=gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size,launch__registers_per_thread,sm__cycles_active.avg
 if command -v ncu > /dev/null; then
@@ -16,7 +16,7 @@ if command -v ncu > /dev/null; then
       tag="$who-${shape// /x}"
       # --cache-control all flushes every cache before the launch; --clock-control none leaves the clocks alone.
       timeout 90 ncu --clock-control none --cache-control all --nvtx --nvtx-include "probe/" --metrics "$METRICS" \
-          --csv --print-units base python tools/gpu/probe_decode.py one $who $shape > "$OUT/ncu-$tag.csv" 2> "$OUT/ncu-$tag.err"
+          --csv --print-units base python tools/probes/probe_decode.py one $who $shape > "$OUT/ncu-$tag.csv" 2> "$OUT/ncu-$tag.err"
       echo "ncu $tag rc=$?" | tee -a "$OUT/steps.txt"
     done
   done

@@ -1,7 +1,7 @@
 """A GPU probe of the bimodal timings at 2048 × 2048 × 8192 (lessons 17-19's over-Triton sweeps): is the slow mode
 the GPU (the kernel itself runs long) or the host (the launch takes longer than do_bench's cache flush hides)?
 
-    python tools/gpu/probe_bimodal.py OUT.json [M N K]
+    python tools/probes/probe_bimodal.py OUT.json [M N K]
 
 For v7, v8, v9 and plain Triton it records: repeated do_bench medians alone and interleaved with plain Triton
 and with cuBLAS (the course's pairs), every repetition of one do_bench (return_mode="all"), the host's time to

@@ -11,7 +11,7 @@ the host's microseconds per call of
     alone (Plan.launch);
 and a cProfile of 20 swapped decode blocks (GPU asleep), its functions by own time.
 
-    python tools/gpu/probe_block_host.py OUT.json
+    python tools/probes/probe_block_host.py OUT.json
 """
 import cProfile
 import io

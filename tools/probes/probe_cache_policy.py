@@ -9,8 +9,8 @@ The first run of this probe (2026-12-03, commit 49f6d7c3fd, results/trials/nvidi
 predates W_FIRST: that version wrote hints into the solution's source (W's, the activations', C's) and is in the
 repository's history.
 
-    python tools/gpu/probe_cache_policy.py OUT.json [MxNxK ...]      (GPU)
-    python tools/gpu/probe_cache_policy.py --plan [MxNxK ...]         (CPU: the configurations each shape would run)
+    python tools/probes/probe_cache_policy.py OUT.json [MxNxK ...]      (GPU)
+    python tools/probes/probe_cache_policy.py --plan [MxNxK ...]         (CPU: the configurations each shape would run)
 """
 import json
 import sys

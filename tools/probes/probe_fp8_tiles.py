@@ -5,7 +5,7 @@ bound of gluon_course.nvidia.fp8), then timed in ROUNDS interleaved rounds of (t
 pairs, per-tensor scales, use_fast_accum=True as the lesson's figures; the ratio is the library's time over the
 candidate's, median over the rounds.
 
-    python tools/gpu/probe_fp8_tiles.py OUT.json
+    python tools/probes/probe_fp8_tiles.py OUT.json
 """
 import json
 import sys

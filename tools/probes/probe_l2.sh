@@ -13,7 +13,7 @@ i=0
 for who in ours $CONFIGS flinear; do
   i=$((i + 1))
   timeout 120 ncu --clock-control none --cache-control all --nvtx --nvtx-include "probe/" --metrics "$METRICS" \
-      --csv --print-units base python tools/gpu/probe_decode.py one "$who" $SHAPE > "$OUT/l2-$i.csv" 2> "$OUT/l2-$i.err"
+      --csv --print-units base python tools/probes/probe_decode.py one "$who" $SHAPE > "$OUT/l2-$i.csv" 2> "$OUT/l2-$i.err"
   echo "ncu $i $who rc=$?" | tee -a "$OUT/steps.txt"
 done
 python - "$OUT" <<'PY'

@@ -3,13 +3,13 @@ figure and its CUDA-graph twin at the sweep's smaller shapes (4096³: 0.899× ag
 8b255a468e) is the write-back of the dirty lines do_bench's L2 overwrite leaves, and how much is L2 not holding the
 operands between calls.
 
-For v9 (lesson 19's launcher), v9's kernel through a kept plan (tools/gpu/probe_coop.py's "coop 3 slots"), v10 steps
+For v9 (lesson 19's launcher), v9's kernel through a kept plan (tools/probes/probe_coop.py's "coop 3 slots"), v10 steps
 1 to 3 and cuBLAS, on each shape, in one process, 2 interleaved rounds (medians), the four timings of
-tools/gpu/probe_bench_gap.py: bench (do_bench), cold_write (after the same overwrite, from a CUDA graph: no host, no
+tools/probes/probe_bench_gap.py: bench (do_bench), cold_write (after the same overwrite, from a CUDA graph: no host, no
 event pair), cold_read (after L2 is emptied by a read: nothing dirty), graph (L2 kept between calls).
 cold_write − cold_read is the write-back; cold_read − graph is what a call loses when its operands start in HBM.
 
-    python tools/gpu/probe_v10_gap.py OUT.json [MxNxK ...]
+    python tools/probes/probe_v10_gap.py OUT.json [MxNxK ...]
 """
 import json
 import os

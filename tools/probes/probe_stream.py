@@ -20,7 +20,7 @@ and beside them lesson 32's linear (its table's configuration and a few forced o
 Each is also timed with L2 kept (graph_ms: W read from L2 where it fits) and, for the PDL question, without a graph:
 ``calls`` × (empty L2, kernel) launched on the stream between two events, less the emptying alone.
 
-    python tools/gpu/probe_stream.py OUT.json
+    python tools/probes/probe_stream.py OUT.json
 """
 import json
 import statistics

@@ -1,6 +1,6 @@
 """Issue 23's fp8 sweep: does a cluster that multicasts W pay for fp8, where it did not for bf16?
 
-In bf16 (tools/gpu/probe_coop.py, 2026-12-03) a 2-CTA cluster multicasting B moved lesson 19's kernel by less than a
+In bf16 (tools/probes/probe_coop.py, 2026-12-03) a 2-CTA cluster multicasting B moved lesson 19's kernel by less than a
 run's spread. Lesson 34's 128 × 256 × 128 step copies 16 KiB of A and 32 KiB of W into shared memory for 8.4 MFLOP:
 about 7.6 TB/s out of L2 at 1300 TFLOPS, as much as bf16's 128 × 256 × 64 step asks at 700 (8.2 TB/s). Two CTAs
 stacked along M that share W's tile read 16 + 16 KiB a step each instead of 48, a third less.
@@ -15,13 +15,13 @@ scales: the comparison is with lesson 34's kernel and ``torch._scaled_mm`` given
 34's epilogue one multiply an element, once per tile). Not a lesson: if a variant wins by more than a run's spread it
 goes into lesson 34 with its scales, checks and plants.
 
-    python tools/gpu/probe_fp8_cluster.py --compile     CPU: every variant compiled for sm_90
-    python tools/gpu/probe_fp8_cluster.py OUT.json      GPU: correctness on odd shapes, then interleaved timings
-    python tools/gpu/probe_fp8_cluster.py --parity OUT.json    GPU: lesson 34 alone, 9 interleaved rounds a shape
-    python tools/gpu/probe_fp8_cluster.py one NAME M N K   GPU: one launch in NVTX range "probe" (for ncu)
-    python tools/gpu/probe_fp8_cluster.py --counters OUT.json   GPU: COUNTED checked and timed at two shapes
-    OUT=$OUT bash tools/gpu/probe_fp8_counters.sh        GPU: that, and Nsight Compute's L2 counters for each
-    OUT=$OUT bash tools/gpu/probe_fp8_cluster.sh         GPU: both, ncu on lesson 34's kernel and the cluster at 8192³
+    python tools/probes/probe_fp8_cluster.py --compile     CPU: every variant compiled for sm_90
+    python tools/probes/probe_fp8_cluster.py OUT.json      GPU: correctness on odd shapes, then interleaved timings
+    python tools/probes/probe_fp8_cluster.py --parity OUT.json    GPU: lesson 34 alone, 9 interleaved rounds a shape
+    python tools/probes/probe_fp8_cluster.py one NAME M N K   GPU: one launch in NVTX range "probe" (for ncu)
+    python tools/probes/probe_fp8_cluster.py --counters OUT.json   GPU: COUNTED checked and timed at two shapes
+    OUT=$OUT bash tools/probes/probe_fp8_counters.sh        GPU: that, and Nsight Compute's L2 counters for each
+    OUT=$OUT bash tools/probes/probe_fp8_cluster.sh         GPU: both, ncu on lesson 34's kernel and the cluster at 8192³
 """
 import importlib.util
 import json
