@@ -104,7 +104,7 @@ def test_a_failed_racecheck_names_both_accesses_of_each_race():
     assert "Write at cluster_kernel+0x850 (solution.py:158)" in sentence
 
 
-# racecheck's report on lesson 33's sanitizer launch (H200, 2026-12-02, tools/gpu/race33.sh, second run): one race,
+# racecheck's report on lesson 33's sanitizer launch (H200, 2026-12-02, tools/probes/race33.sh, second run): one race,
 # one read and three writes.
 LESSON33_RACE = """========= COMPUTE-SANITIZER
 ========= Error: Race reported between Read access at cluster_kernel+0x2a40 in solution.py:293

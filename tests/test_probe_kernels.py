@@ -1,4 +1,4 @@
-"""The tools/gpu probes' own kernels that the course's host model can run (one CTA: no cluster), exact there on
+"""The tools/probes probes' own kernels that the course's host model can run (one CTA: no cluster), exact there on
 both layouts of B before any GPU time is spent on them. The model is what found the race in probe_wide_tile's first
 two-buffer epilogue (five subtiles a tile through buffers picked by the subtile's place in its tile); the plant below
 is that epilogue, and the model must still reject it."""
@@ -10,11 +10,11 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
 
-GPU_TOOLS = Path(__file__).resolve().parent.parent / "tools" / "gpu"
+PROBES = Path(__file__).resolve().parent.parent / "tools" / "probes"
 
 
 def _probe(name):
-    spec = importlib.util.spec_from_file_location(name, GPU_TOOLS / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, PROBES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

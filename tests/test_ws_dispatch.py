@@ -1,7 +1,7 @@
 """Triton 3.9.0's warp-specialize dispatch in the sm_90 listings (gluon_course/nvidia/ws_dispatch.py): lessons 18 and
 19 and the minimal kernel with lesson 18's ring have the shape racecheck's report names: a state word right after the
 mbarriers, stored by the default warps just before the exit barrier 1 (then EXIT), and read with LDS.U8 by each
-worker warp, at its own byte, just after its barrier 1. CPU only: what racecheck does with it is tools/gpu/race-repro.sh."""
+worker warp, at its own byte, just after its barrier 1. CPU only: what racecheck does with it is tools/probes/race-repro.sh."""
 import pytest
 
 from gluon_course.nvidia import ws_dispatch as w

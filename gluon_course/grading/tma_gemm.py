@@ -68,7 +68,7 @@ def sanitizer_clean(mod, shape=SMALL, warp_specialized: bool = False, dispatch_p
     writes before named barrier 1 (``BAR.SYNC 0x1``) and the workers read after it, at the fork and at the exit (the
     code sits at the kernel's ``def`` line: it is the compiler's, not the lesson's; gluon_course.nvidia.ws_dispatch
     finds it). The barrier orders the pair, yet racecheck reports it as a RAW hazard now and then: on an H200
-    (2026-12-02, tools/gpu/race-repro.sh) 177 times in one run of 10 launches of a minimal persistent TMA ring whose
+    (2026-12-02, tools/probes/race-repro.sh) 177 times in one run of 10 launches of a minimal persistent TMA ring whose
     word sits right after its mbarriers, in one of two runs of lesson 18, not in the minimal kernels (two runs each)
     whose word sits 24 bytes past their mbarriers or that have none. Such a report, with every access at the kernel's
     ``def`` line, passes with a note saying so; any hazard elsewhere fails.

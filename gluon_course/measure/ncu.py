@@ -140,7 +140,7 @@ _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 def launch_in_range(fn, warmups: int = 3, name: str = "probe") -> None:
     """Call ``fn`` ``warmups`` times (compile, plan, warm), then once inside the NVTX range ``name``: the one launch
-    that ``ncu --nvtx --nvtx-include name/`` profiles (the tools/gpu probes' ``one`` commands)."""
+    that ``ncu --nvtx --nvtx-include name/`` profiles (the tools/probes probes' ``one`` commands)."""
     import torch
 
     for _ in range(warmups):
@@ -172,7 +172,7 @@ def launch_metrics(text: str) -> dict[tuple[str, str], dict[str, float]]:
 
 
 def launches_table(folder) -> list[str]:
-    """The tools/gpu probes' ncu runs as one table: a column per launch of every ``ncu-TAG.csv`` in ``folder``, a row
+    """The tools/probes probes' ncu runs as one table: a column per launch of every ``ncu-TAG.csv`` in ``folder``, a row
     per metric. A launch is named by the line ``ncu TAG (NAME) rc=...`` of the folder's ``steps.txt``, else by TAG."""
     folder = Path(folder)
     names = {}

@@ -100,7 +100,7 @@ def paired_ms(kernel, ceiling, pairs: int = PAIRS) -> Paired:
 def paired_rounds(kernels: dict, ceiling, rounds: int = PAIRS, bench=None) -> dict:
     """``paired_ms`` for several kernels against one ceiling, interleaved: each round times every kernel in turn,
     each right after a timing of the ceiling. Returns {name: Paired}. ``bench`` (default ``bench_ms``) times one
-    callable; the tools/gpu probes that rank candidates against a library use this."""
+    callable; the tools/probes probes that rank candidates against a library use this."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, not {rounds}")
     bench = bench or bench_ms

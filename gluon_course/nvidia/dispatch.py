@@ -152,7 +152,7 @@ SWAP_RINGS = ((64, 4), (64, 8), (128, 4))          # (BLOCK_K, STAGES): the ring
 # in Triton 3.9.0 (triton/_utils.py, validate_block_shape); WIDE_TILES below write it as two strips.
 MORE_TILES = ((128, 64, 64, 8, 4), (64, 128, 64, 8, 4), (64, 64, 64, 8, 4), (128, 128, 64, 5, 8))
 MORE_SWAP_RINGS = ((64, 6), (128, 3))
-# Added on 2026-12-02, after cuBLAS's kernel names on the model shapes (tools/gpu/probe_decode.py, torch.profiler):
+# Added on 2026-12-02, after cuBLAS's kernel names on the model shapes (tools/probes/probe_decode.py, torch.profiler):
 # read as nvjet's names are commonly read (tile, then K step × stages, then cluster), where M ≤ 128 it streams W
 # through rings of 7 to 16 stages of BLOCK_K = 64 (nvjet_sm90_tst_64x16_64x16_2x1: a 64 × 16 tile, 16 stages, at
 # 16 × 4096 × 4096), up to twice the deepest ring above. A small-M GEMM is a stream of W: the bytes in flight per SM,
@@ -323,7 +323,7 @@ def table_for(gpu_slug: str | None) -> DispatchTable:
     return DispatchTable()
 
 
-# -- The survey space: what the cost model is fitted on (tools/gpu/survey_linear.py) ---------------------------------
+# -- The survey space: what the cost model is fitted on (tools/gpu/tune_linear.py --survey) --------------------------
 # The tiles of the space above (stream-K left out: it lost on every shape it was timed on), with more ways to cut
 # small problems: K split up to 16 ways where a tile grid leaves most SMs idle (a 128 × 512 C is four 128 × 128
 # tiles), and swap-AB's activation columns cut to half or a quarter of M's power of two, split too.

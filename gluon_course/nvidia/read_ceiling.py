@@ -7,7 +7,7 @@ reads W and nothing else, as the decode path copies it: [64, 128] boxes through 
 by TMA, two programs an SM, each a contiguous run of boxes. Only its last slot is read back from shared memory (one
 fp32 sum a program, so the copies have a consumer and the result can be checked). A GEMM brings the same bytes in
 the same way and has its own work besides, so this read is what its copies could reach at that size with nothing
-else to do. On the H200 (tools/gpu/probe_stream.py, results/trials/nvidia-h200-2026-12-03-read-ceiling.json) such
+else to do. On the H200 (tools/probes/probe_stream.py, results/trials/nvidia-h200-2026-12-03-read-ceiling.json) such
 rings read W's 32 MiB in 10.3–11.2 µs after an L2 emptied by a read, at best 77% of the copy's 4.22 TB/s, whether
 with 128, 132 or 264 programs, 4, 8 or 12 slots, or programmatic dependent launch (launch_pdl with a
 griddepcontrol.wait after the first copies); plain 16-byte loads did worse (65% at best). At 48 MiB the rings read

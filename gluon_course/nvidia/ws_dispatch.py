@@ -14,7 +14,7 @@ kernel's ``def`` line, which is where racecheck places the hazard it reports on 
   partitions), ``mbarriers`` (and 8 mbarriers allocated, used and retired around the fork, so the word sits just past
   them), ``ring`` (and lesson 18's persistent TMA ring with ready/empty barriers, read by the default partition
   without wgmma), ``two_workers`` (``mbarriers`` with a second worker partition).
-- ``launch(name, launches)``: the child process of ``tools/gpu/race-repro.sh`` (compute-sanitizer racecheck).
+- ``launch(name, launches)``: the child process of ``tools/probes/race-repro.sh`` (compute-sanitizer racecheck).
 """
 from __future__ import annotations
 

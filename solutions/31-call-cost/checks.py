@@ -12,7 +12,7 @@ from gluon_course.nvidia.kept_plans import KeptLauncher, descriptors_check, gemm
 # The probe of 2026-12-01 (results/trials/nvidia-h200-2026-12-01-call-cost-and-model-shapes.json, H200, Triton
 # 3.9.0, torch 2.11): lesson 19's matmul() 114-157 µs per call, this lesson's launcher 14.2, torch.matmul(out=) 16.1
 # and F.linear 20.3, plain Triton 42-64; do_bench over the graph replay 0.91 at 2048² × 8192 (cuBLAS 0.94).
-PROBE = "NVIDIA H200, Triton 3.9.0, torch 2.11.0+cu130, 2026-12-01, tools/gpu/probe_call_cost.py (a trial)"
+PROBE = "NVIDIA H200, Triton 3.9.0, torch 2.11.0+cu130, 2026-12-01, tools/probes/probe_call_cost.py (a trial)"
 HOST_SHAPE = (512, 4096, 4096)                   # A·Wᵀ, W 4096 × 4096 as nn.Linear keeps it
 
 
