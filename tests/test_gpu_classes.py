@@ -98,6 +98,12 @@ def test_a_blackwell_gpu_is_told_that_wgmma_is_hoppers_and_where_it_runs(gpu):
                          "run on it")
 
 
+def test_an_rtx_5090_is_told_it_runs_lesson_14_too(gpu):
+    gpu((12, 0))
+    assert _refusal().endswith("This GPU (NVIDIA GeForce RTX 5090) is an sm_120 (Blackwell: RTX 50): lessons 01–05 "
+                               "and 10–14 run on it")
+
+
 def test_a_t4_and_an_amd_gpu_are_refused_with_what_runs_there(gpu):
     gpu((7, 5))
     assert _refusal().endswith("This GPU (Tesla T4) is an sm_75 (Turing: T4, RTX 20): no lesson's GPU checks are "

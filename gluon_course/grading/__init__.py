@@ -8,6 +8,9 @@
 - ``starters``   ``starter.py`` generated from ``solution.py``
 - ``scaffold``   a new lesson's author folder, ready to fill
 - ``counts``     a compile's counts against a lesson's table, as one sentence
+- ``facts``      a lesson's kernel on another NVIDIA class: one check per class from a table of facts, and what
+                 a target no lesson declares makes of it (``port``)
+- ``classes``    which lessons run on a GPU class, the datasheets a class's ranges are worked out from
 - ``gemm``, ``gemm_kernel``, ``tma_gemm``  what the GEMM lessons' checks share (``tma_gemm``: the TMA lessons, 14 on)
 - ``translate``  lesson 30's tools: Triton's translator, plain Triton compiled, the decision table
 

@@ -57,19 +57,20 @@ def around_first_run(value: float, text: str, why: str, references: tuple[Refere
                        unit=unit, target=target, classes=classes or {})
 
 
-def gemm_class_ranges(first: tuple, bound: str, below: float = 0.5, above: float = 2.0) -> dict:
+def gemm_class_ranges(first: tuple, bound: str, below: float = 0.5, above: float = 2.0, classes=None) -> dict:
     """The ranges on the GPUs before Hopper and on RTX 50 of a GEMM figure whose first clean run on the H200 was
     ``first`` = (its ratio, "… vs cuBLAS 722"): ``grading.classes.gemm_share`` of every datasheet GPU, ``below`` × the
-    lowest of a class to ``above`` × its highest. Written for those classes, not run on them."""
+    lowest of a class to ``above`` × its highest. Written for those classes (``classes``, by default the four of
+    ``AMPERE_ADA_RTX50``), not run on them."""
     import re
 
-    from .classes import class_ranges, gemm_share, gemm_why
+    from .classes import AMPERE_ADA_RTX50, class_ranges, gemm_share, gemm_why
 
     found = re.search(r"cuBLAS (\d+(?:\.\d+)?)", first[1])
     if found is None:
         raise ValueError(f"the first run's text must name cuBLAS's TFLOPS ('… vs cuBLAS 722'), not {first[1]!r}")
-    return class_ranges(gemm_share(first[0], float(found.group(1)), bound), gemm_why(bound), below=below,
-                        above=above, shown="{:.2f}×")
+    return class_ranges(gemm_share(first[0], float(found.group(1)), bound), gemm_why(bound),
+                        classes=classes or AMPERE_ADA_RTX50, below=below, above=above, shown="{:.2f}×")
 
 
 def from_trial(trial: dict, key: str, why: str, references: tuple[Reference, ...] = (), **kw) -> Expectation:
