@@ -17,9 +17,10 @@
 Grading imports the base and the four concerns (machine, memory, measure, model), never a vendor's home or the
 website: those build on it.
 """
-from .checks import Check, ClassRange, CourseTarget, Expectation, Figure, LessonChecks, NotChecked, Passed, Plant, Reference
+from .checks import (Check, ClassRange, CourseTarget, Expectation, Figure, LessonChecks, NotChecked, Passed, Plant,
+                     Reference)
 from . import records
 from .runner import check, measure_figure, run_check
 
-__all__ = ["Check", "ClassRange", "CourseTarget", "Expectation", "Figure", "LessonChecks", "NotChecked", "Passed", "Plant", "Reference", "check",
-           "measure_figure", "run_check"]
+__all__ = ["Check", "ClassRange", "CourseTarget", "Expectation", "Figure", "LessonChecks", "NotChecked", "Passed",
+           "Plant", "Reference", "check", "measure_figure", "run_check"]

@@ -175,15 +175,15 @@ def datasheet(gpu: str) -> Datasheet:
 
 
 # What a class range of a GEMM figure assumes besides the datasheets (assumptions, not measurements): cuBLAS reaches
-# this share of a GPU's tensor peak at the course's sizes where it runs mma.sync (every class before Hopper, and RTX 50),
-# and a kernel built on mma.sync at most this share.
+# this share of a GPU's tensor peak at the course's sizes where it runs mma.sync (every class before Hopper, and
+# RTX 50), and a kernel built on mma.sync at most this share.
 CUBLAS_REACH = 0.85
 MMA_SYNC_REACH = 0.9
 
 
 def gemm_share(first: float, cublas_tflops: float, bound: str):
-    """``estimate(datasheet)`` for ``class_ranges`` of a GEMM figure that measured ``first`` × cuBLAS on the H200 (cuBLAS
-    at ``cublas_tflops`` there): on another GPU the kernel keeps what bounds it, against cuBLAS at ``CUBLAS_REACH`` of
+    """``estimate(datasheet)`` for ``class_ranges`` of a GEMM figure that measured ``first`` × cuBLAS on the H200
+    (cuBLAS at ``cublas_tflops`` there): on another GPU the kernel keeps what bounds it, against cuBLAS at ``CUBLAS_REACH`` of
     that GPU's tensor peak. ``bound="fma"``: the same share of the FP32 FMA peak (lesson 10's CUDA cores);
     ``"mma.sync"``: the same FLOP per SM and clock, capped at ``MMA_SYNC_REACH`` of the GPU's tensor rate (the
     GeForce parts' half-rate fp32 accumulation caps it early)."""

@@ -59,8 +59,8 @@ def around_first_run(value: float, text: str, why: str, references: tuple[Refere
 
 def gemm_class_ranges(first: tuple, bound: str, below: float = 0.5, above: float = 2.0, classes=None) -> dict:
     """The ranges on the GPUs before Hopper and on RTX 50 of a GEMM figure whose first clean run on the H200 was
-    ``first`` = (its ratio, "… vs cuBLAS 722"): ``grading.classes.gemm_share`` of every datasheet GPU, ``below`` × the
-    lowest of a class to ``above`` × its highest. Written for those classes (``classes``, by default the four of
+    ``first`` = (its ratio, "… vs cuBLAS 722"): ``grading.classes.gemm_share`` of every datasheet GPU, ``below`` ×
+    the lowest of a class to ``above`` × its highest. Written for those classes (``classes``, by default the four of
     ``AMPERE_ADA_RTX50``), not run on them."""
     import re
 

@@ -45,9 +45,9 @@ KIB = 1024
 # ---------------------------------------------------------------------------------------------------------
 NVIDIA_SOURCE = (
     "CUDA C++ Programming Guide (legacy edition, CUDA 13.0), §20.2 Table 27 'Technical Specifications per "
-    "Compute Capability' (columns 8.0, 8.6, 8.9, 9.0, 10.0 and 12.0) and §20.8.3 / §20.9.3 'Shared Memory' (1 KB reserved per "
-    "block); allocation units from cuda_occupancy.h, CUDA's occupancy-calculator header, which ships in the "
-    "Triton wheel (triton/backends/nvidia/include/cuda_occupancy.h)")
+    "Compute Capability' (columns 8.0, 8.6, 8.9, 9.0, 10.0 and 12.0) and §20.8.3 / §20.9.3 'Shared Memory' (1 KB "
+    "reserved per block); allocation units from cuda_occupancy.h, CUDA's occupancy-calculator header, which ships in "
+    "the Triton wheel (triton/backends/nvidia/include/cuda_occupancy.h)")
 AMD_SOURCE = (
     "LLVM AMDGPU backend (llvm/lib/Target/AMDGPU/Utils/AMDGPUBaseInfo.cpp: getTotalNumVGPRs, "
     "getVGPRAllocGranule, getMaxWavesPerEU, getNumWavesPerEUWithNumVGPRs, getOccupancyWithNumSGPRs, "
