@@ -19,7 +19,7 @@ failure, printed as "not checked here: why"), or one sentence saying what is wro
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..measure.timing import Measurement
@@ -57,6 +57,21 @@ class CourseTarget:
 
 
 @dataclass(frozen=True)
+class ClassRange:
+    """A figure's range on one GPU class where the ratio its range was drawn from does not carry over (a scalar loop
+    is bound by issue and latency, the copy by DRAM bandwidth, and their balance differs from class to class). Written
+    from the class's datasheets, not measured on it: ``why`` gives the arithmetic."""
+    low: float | None
+    high: float | None
+    why: str
+
+
+def on_classes(classes, low: float | None, high: float | None, why: str) -> dict:
+    """``{class: ClassRange(low, high, why)}`` for each of ``classes``: several classes that share one range."""
+    return {c: ClassRange(low, high, why) for c in classes}
+
+
+@dataclass(frozen=True)
 class Expectation:
     """The **range** a correct solution reaches on any supported GPU of its class (it gates ``check``), in a
     named unit, and optionally the **course target** (informs only).
@@ -65,6 +80,11 @@ class Expectation:
     0.95 = 95%, either may be None for an open side). With ``unit`` set, the figure is an absolute quantity in
     that unit instead (e.g. ``"sectors/request"`` or ``"× torch"``). ``why`` says where the range comes from;
     ``references`` carry absolute figures with their provenance, for comparison.
+
+    ``low``/``high`` are the range of the class the figure was measured on (the recordings' GPU). ``classes`` gives
+    another class its own range where that ratio does not carry over (``{"sm_86": ClassRange(...)}``): on a GPU of
+    that class, ``verdict``, ``describe`` and ``target_line`` judge by it (``here()``), and ``describe`` says that it
+    was written for the class and not run on one.
     """
     low: float | None
     high: float | None
@@ -73,13 +93,40 @@ class Expectation:
     references: tuple[Reference, ...] = field(default_factory=tuple)
     unit: str | None = None            # None: a fraction of the ceiling, shown in percent
     target: CourseTarget | None = None
+    classes: tuple = ()                # ((class, ClassRange), ...); a dict is accepted and kept as its items
+    written_for: str | None = None     # set on the expectation ``on(cls)`` returns: the class whose range this is
+
+    def __post_init__(self):
+        if isinstance(self.classes, dict):
+            object.__setattr__(self, "classes", tuple(sorted(self.classes.items())))
+        for cls, r in self.classes:
+            if not isinstance(r, ClassRange):
+                raise TypeError(f"classes[{cls!r}] must be a ClassRange, not {type(r).__name__}")
+
+    def on(self, gpu_class: str | None) -> "Expectation":
+        """This expectation as a GPU of ``gpu_class`` is judged: that class's range where ``classes`` has one, else
+        this one unchanged."""
+        found = dict(self.classes).get(gpu_class)
+        if found is None:
+            return self
+        return replace(self, low=found.low, high=found.high, why=found.why, classes=(), written_for=gpu_class)
+
+    def here(self) -> "Expectation":
+        """``on`` the class of the GPU here (``measure.device.gpu_class``); without a GPU, this one unchanged (the
+        recorded figures were measured on its class)."""
+        if not self.classes:
+            return self
+        from ..measure.device import gpu_class
+
+        return self.on(gpu_class())
 
     def verdict(self, value: float) -> str:
+        e = self.here()
         if value != value:  # NaN
             return "✗ not measured"
-        if self.low is not None and value < self.low:
+        if e.low is not None and value < e.low:
             return "✗ below"
-        if self.high is not None and value > self.high:
+        if e.high is not None and value > e.high:
             return "✗ above"
         return "✓ in range"
 
@@ -92,7 +139,9 @@ class Expectation:
         return f"{value:.2f} {self.unit}"
 
     def describe(self) -> str:
-        return "expected " + _bounds_text(self.low, self.high, self.unit is None, self.unit, self.ceiling)
+        e = self.here()
+        text = "expected " + _bounds_text(e.low, e.high, e.unit is None, e.unit, e.ceiling)
+        return text + (f" ({e.written_for}'s range: written, not run on this class)" if e.written_for else "")
 
     def target_line(self, value: float) -> str | None:
         """``course target ≥ 95.0% of copy: ✗ not reached`` (None when the figure has no course target)."""

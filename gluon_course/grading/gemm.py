@@ -42,9 +42,11 @@ TRIAL_RUN = ("NVIDIA H200, Triton 3.9.0, torch 2.11.0+cu130, 2026-12-01, trials 
 
 def around_first_run(value: float, text: str, why: str, references: tuple[Reference, ...] = (),
                      target: CourseTarget | None = None, ceiling: str = "cuBLAS", unit: str | None = None,
-                     below: float = BELOW, above: float = ABOVE, run: str = FIRST_RUN) -> Expectation:
+                     below: float = BELOW, above: float = ABOVE, run: str = FIRST_RUN,
+                     classes: dict | None = None) -> Expectation:
     """The expectation for a figure whose first clean run (``run``, by default lessons 10-14's) measured ``value``
-    (``text`` says how much of what): ``below``–``above`` times it, ``why`` first, the run's provenance after it."""
+    (``text`` says how much of what): ``below``–``above`` times it, ``why`` first, the run's provenance after it.
+    ``classes``: the ranges of other GPU classes where the ratio does not carry over (``Expectation.classes``)."""
     if not value > 0:
         raise ValueError(f"the first run's figure must be a positive number, not {value!r}")
     shown = f"{100 * value:.1f}% of {ceiling}" if unit is None else f"{value:g} {unit}"
@@ -52,7 +54,23 @@ def around_first_run(value: float, text: str, why: str, references: tuple[Refere
                 f"{below:g}× to {above:g}× that, room for the other GPUs of the class")
     first = Reference(round(value, 4), f"of {ceiling}" if unit is None else unit, f"{run}: {text}")
     return Expectation(round(value * below, 4), round(value * above, 4), ceiling, full_why, (first, *references),
-                       unit=unit, target=target)
+                       unit=unit, target=target, classes=classes or {})
+
+
+def gemm_class_ranges(first: tuple, bound: str, below: float = 0.5, above: float = 2.0, classes=None) -> dict:
+    """The ranges on the GPUs before Hopper and on RTX 50 of a GEMM figure whose first clean run on the H200 was
+    ``first`` = (its ratio, "… vs cuBLAS 722"): ``grading.classes.gemm_share`` of every datasheet GPU, ``below`` ×
+    the lowest of a class to ``above`` × its highest. Written for those classes (``classes``, by default the four of
+    ``AMPERE_ADA_RTX50``), not run on them."""
+    import re
+
+    from .classes import AMPERE_ADA_RTX50, class_ranges, gemm_share, gemm_why
+
+    found = re.search(r"cuBLAS (\d+(?:\.\d+)?)", first[1])
+    if found is None:
+        raise ValueError(f"the first run's text must name cuBLAS's TFLOPS ('… vs cuBLAS 722'), not {first[1]!r}")
+    return class_ranges(gemm_share(first[0], float(found.group(1)), bound), gemm_why(bound),
+                        classes=classes or AMPERE_ADA_RTX50, below=below, above=above, shown="{:.2f}×")
 
 
 def from_trial(trial: dict, key: str, why: str, references: tuple[Reference, ...] = (), **kw) -> Expectation:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from . import records
 from ..course import lesson, load_checks, load_solution
-from ..measure.device import has_gpu
+from ..measure.device import gpu_class, gpu_name, has_gpu, runs_lessons_for
 from .runner import measure_figure, run_check, shown_once
 
 
@@ -38,7 +38,8 @@ class Lab:
     def __init__(self, number: str | int, module=None, show_header: bool = True):
         self.lesson = lesson(number)
         self.checks = load_checks(self.lesson.number).CHECKS
-        self.live = has_gpu()
+        # Live where ``check`` runs the GPU checks too: on a GPU of a class the lesson declares.
+        self.live = runs_lessons_for(self.checks.targets)
         self._module = module
         if show_header:
             print(self.header())
@@ -56,9 +57,11 @@ class Lab:
             return f"Figures: live on {p['gpu']} · Triton {p['triton']} · torch {p['torch']} · {p['date']}"
         stamps = sorted({records.stamp(e) for k, e in records.load()["figures"].items()
                          if k.startswith(self.lesson.number + "/")})
+        why = ("no GPU here" if not has_gpu() else
+               f"the {gpu_name()} here is {gpu_class()}, a class this lesson's GPU checks are not written for")
         if not stamps:
-            return f"Figures: none recorded yet for lesson {self.lesson.number} (no GPU here)"
-        return "Figures: recorded on " + "; ".join(stamps) + " (no GPU here, so not live)"
+            return f"Figures: none recorded yet for lesson {self.lesson.number} ({why})"
+        return "Figures: recorded on " + "; ".join(stamps) + f" ({why}, so not live)"
 
     # -- checks ---------------------------------------------------------------------------------
     def machine_code(self) -> bool:
@@ -190,7 +193,7 @@ class Lab:
     def references(self, key: str) -> None:
         """The absolute figures the range was drawn from, with provenance."""
         fig = self.checks.figure(key)
-        print(f"{fig.title}: {fig.expect.describe()} — {fig.expect.why}")
+        print(f"{fig.title}: {fig.expect.describe()} — {fig.expect.here().why}")
         if fig.expect.target is not None and fig.expect.target.why:
             print(f"  course target: {fig.expect.target.why}")
         for ref in fig.expect.references:

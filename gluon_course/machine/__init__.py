@@ -1,6 +1,7 @@
 """Machine code without a GPU: compile a Gluon kernel for any target and read what came out.
 
-- ``targets``    the course's targets (sm_90, sm_100, gfx950, gfx942) and the opcode families per target
+- ``targets``    the course's targets (sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, gfx950, gfx942; sm_75 for the
+                 support page) and the opcode families per target
 - ``compile``    ``compile_kernel`` → ``Compiled``: SASS / AMDGCN, opcode counts, loops, registers, spills,
                  shared / LDS bytes, and the TTGIR (``Compiled.ttgir``) with what it compares
 - ``occupancy``  blocks per SM (NVIDIA) or workgroups per CU (AMD) from what a compile reports

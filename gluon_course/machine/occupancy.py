@@ -4,14 +4,14 @@ A block (one program: a *thread block* on NVIDIA, a *workgroup* on AMD) stays on
 start to finish (an SM on NVIDIA, a CU on AMD) and keeps its shared memory, its registers and its threads
 the whole time. A multiprocessor therefore holds as many blocks as the scarcest of its resources allows.
 
-NVIDIA (sm_90 Hopper, sm_100 datacenter Blackwell), per SM:
+NVIDIA (sm_80, sm_86 Ampere, sm_89 Ada, sm_90 Hopper, sm_100 datacenter and sm_120 RTX Blackwell), per SM:
 
 - **shared memory**: the SM's shared memory divided by what one block asks for (plus the 1 KiB the driver
   reserves per block), rounded to the allocation unit;
 - **registers**: the register file divided by what one block's warps take (registers are handed out per
   warp, in units of 256, from four sub-partitions of the file that each hold whole warps);
-- **threads**: at most 2048 threads (64 warps) per SM;
-- **blocks**: a hard limit of 32 blocks per SM, however small they are.
+- **threads**: at most 2048 threads (64 warps) per SM, 1536 (48 warps) on sm_86, sm_89 and sm_120;
+- **blocks**: a hard limit of 32 blocks per SM (16 on sm_86, 24 on sm_89 and sm_120), however small they are.
 
 AMD (gfx942 CDNA3, gfx950 CDNA4), per CU. A CU has 4 SIMDs; a wavefront is 64 lanes; the waves of a
 workgroup are spread over the SIMDs, and each SIMD holds at most 8 waves:
@@ -45,9 +45,9 @@ KIB = 1024
 # ---------------------------------------------------------------------------------------------------------
 NVIDIA_SOURCE = (
     "CUDA C++ Programming Guide (legacy edition, CUDA 13.0), §20.2 Table 27 'Technical Specifications per "
-    "Compute Capability' (columns 9.0 and 10.0) and §20.8.3 / §20.9.3 'Shared Memory' (1 KB reserved per "
-    "block); allocation units from cuda_occupancy.h, CUDA's occupancy-calculator header, which ships in the "
-    "Triton wheel (triton/backends/nvidia/include/cuda_occupancy.h)")
+    "Compute Capability' (columns 8.0, 8.6, 8.9, 9.0, 10.0 and 12.0) and §20.8.3 / §20.9.3 'Shared Memory' (1 KB "
+    "reserved per block); allocation units from cuda_occupancy.h, CUDA's occupancy-calculator header, which ships in "
+    "the Triton wheel (triton/backends/nvidia/include/cuda_occupancy.h)")
 AMD_SOURCE = (
     "LLVM AMDGPU backend (llvm/lib/Target/AMDGPU/Utils/AMDGPUBaseInfo.cpp: getTotalNumVGPRs, "
     "getVGPRAllocGranule, getMaxWavesPerEU, getNumWavesPerEUWithNumVGPRs, getOccupancyWithNumSGPRs, "
@@ -116,6 +116,34 @@ SM100 = SMLimits(name="sm_100", shared_per_sm=228 * KIB, shared_per_block_max=22
                  threads_per_sm=2048, blocks_per_sm=32)
 
 
+# The GPUs before Hopper, and Blackwell's RTX 50 (columns 8.0, 8.6, 8.9 and 12.0 of Table 27). Every one has the same
+# register side as sm_90: 64 K 32-bit registers per SM and per block, 255 per thread, allocated per warp in units of
+# 256 from 4 sub-partitions (cuda_occupancy.h: cudaOccRegAllocationGranularity, cudaOccSubPartitionsPerMultiprocessor
+# for computeMajor 8 and 12), and 128-byte shared-memory units. What differs is shared memory and how many threads and
+# blocks an SM holds:
+# - 8.0 (A100): 164 KB of shared memory per SM, 163 KB per block, 2048 threads (64 warps), 32 blocks;
+# - 8.6 (RTX 30, A10, A40): 100 KB per SM, 99 KB per block, 1536 threads (48 warps), 16 blocks;
+# - 8.9 (RTX 40, L4, L40): 100 KB, 99 KB, 1536 threads, 24 blocks;
+# - 12.0 (RTX 50): 100 KB, 99 KB, 1536 threads, 24 blocks.
+# The largest carve-outs cuda_occupancy.h lists (cudaOccAlignUpShmemSizeVoltaPlus) agree: 164 KiB for computeMajor 8
+# minor 0, 100 KiB for the other minors of 8 and for 12; its cudaOccMaxBlocksPerMultiprocessor gives the blocks (32
+# for 8.0, 24 for 8.9, 16 for the other minors of 8, 24 for 12). Every one reserves 1 KB per block, as sm_90 does
+# (cudaOccSMemPerBlock adds reservedSharedMemPerBlock from computeMajor 8 on). Triton itself keeps no such table: a
+# launch asks the driver for the GPU's opt-in maximum per block (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+# in triton/backends/nvidia/driver.c) and refuses a kernel that asks for more (OutOfResources).
+_PRE_HOPPER_REGISTERS = dict(shared_reserved_per_block=1 * KIB, shared_unit=128, registers_per_sm=65536,
+                             register_unit=256, max_registers_per_thread=255, registers_per_block_max=65536,
+                             sub_partitions=4)
+SM80 = SMLimits(name="sm_80", shared_per_sm=164 * KIB, shared_per_block_max=163 * KIB, threads_per_sm=2048,
+                blocks_per_sm=32, **_PRE_HOPPER_REGISTERS)
+SM86 = SMLimits(name="sm_86", shared_per_sm=100 * KIB, shared_per_block_max=99 * KIB, threads_per_sm=1536,
+                blocks_per_sm=16, **_PRE_HOPPER_REGISTERS)
+SM89 = SMLimits(name="sm_89", shared_per_sm=100 * KIB, shared_per_block_max=99 * KIB, threads_per_sm=1536,
+                blocks_per_sm=24, **_PRE_HOPPER_REGISTERS)
+SM120 = SMLimits(name="sm_120", shared_per_sm=100 * KIB, shared_per_block_max=99 * KIB, threads_per_sm=1536,
+                 blocks_per_sm=24, **_PRE_HOPPER_REGISTERS)
+
+
 @dataclass(frozen=True)
 class CULimits:
     """One AMD compute unit's resources (CDNA: four SIMDs, wave64), and how they are handed out."""
@@ -173,7 +201,8 @@ GFX942 = CULimits(name="gfx942", lds_per_cu=64 * KIB, lds_per_workgroup_max=64 *
 # COMPUTE_PGM_RSRC2.LDS_SIZE, GFX950; llvm-project PR #208046).
 GFX950 = CULimits(name="gfx950", lds_per_cu=160 * KIB, lds_per_workgroup_max=160 * KIB, lds_unit=1280)
 
-LIMITS: dict[str, SMLimits | CULimits] = {"sm_90": SM90, "sm_100": SM100, "gfx950": GFX950, "gfx942": GFX942}
+LIMITS: dict[str, SMLimits | CULimits] = {"sm_80": SM80, "sm_86": SM86, "sm_89": SM89, "sm_90": SM90, "sm_100": SM100,
+                                           "sm_120": SM120, "gfx950": GFX950, "gfx942": GFX942}
 
 
 @dataclass(frozen=True)
@@ -362,7 +391,7 @@ def _amd_registers(compiled) -> tuple[int, int, int]:
 
 def occupancy_of(compiled, num_warps: int, limits: SMLimits | CULimits | str | None = None) -> Occupancy:
     """Occupancy of a kernel compiled by ``gluon_course.machine.compile_kernel`` launched with ``num_warps``
-    warps (waves) per block; the model is picked by ``compiled.target`` (sm_90, sm_100, gfx950, gfx942)."""
+    warps (waves) per block; the model is picked by ``compiled.target`` (an NVIDIA sm_*, gfx950, gfx942)."""
     lim = _lookup(limits or compiled.target)
     threads = num_warps * lim.warp_size
     if isinstance(lim, SMLimits):

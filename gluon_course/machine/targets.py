@@ -8,15 +8,34 @@ from __future__ import annotations
 
 from triton.backends.compiler import GPUTarget
 
-# The course's targets, by the names people use for them.
+# The course's targets, by the names people use for them. A target is also a *GPU class*: the GPUs whose code
+# Triton compiles for it (compute capability 8.6 for sm_86, the gfx942 architecture), which a lesson's GPU checks and
+# ranges are written for when the lesson declares it.
 TARGETS: dict[str, GPUTarget] = {
+    "sm_75": GPUTarget("cuda", 75, 32),        # Turing: T4, RTX 20 (no lesson declares it: the support page says why)
+    "sm_80": GPUTarget("cuda", 80, 32),        # Ampere: A100
+    "sm_86": GPUTarget("cuda", 86, 32),        # Ampere: RTX 30, A10, A40
+    "sm_89": GPUTarget("cuda", 89, 32),        # Ada: RTX 40, L4, L40
     "sm_90": GPUTarget("cuda", 90, 32),        # Hopper: H100, H200
     "sm_100": GPUTarget("cuda", 100, 32),      # Blackwell: B200, GB200
+    "sm_120": GPUTarget("cuda", 120, 32),      # Blackwell: RTX 50
     "gfx950": GPUTarget("hip", "gfx950", 64),  # CDNA4: MI350, MI355
     "gfx942": GPUTarget("hip", "gfx942", 64),  # CDNA3: MI300
 }
-NVIDIA_TARGETS = ("sm_90", "sm_100")
+NVIDIA_TARGETS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 AMD_TARGETS = ("gfx950", "gfx942")
+# Each class with the GPUs people know it by, as the support matrix and the launchers' refusals name it.
+GPU_NAMES: dict[str, str] = {
+    "sm_75": "Turing: T4, RTX 20",
+    "sm_80": "Ampere: A100",
+    "sm_86": "Ampere: RTX 30, A10, A40",
+    "sm_89": "Ada: RTX 40, L4, L40",
+    "sm_90": "Hopper: H100, H200",
+    "sm_100": "Blackwell: B200, GB200",
+    "sm_120": "Blackwell: RTX 50",
+    "gfx942": "CDNA3: MI300X",
+    "gfx950": "CDNA4: MI350X, MI355X",
+}
 
 _NV = {
     "global_load": r"LDG\b",

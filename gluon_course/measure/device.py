@@ -16,15 +16,28 @@ def is_rocm() -> bool:
     return torch.version.hip is not None
 
 
-def runs_lessons_for(targets) -> bool:
-    """Whether the GPU here runs a lesson compiled for ``targets``: an NVIDIA GPU the NVIDIA lessons (sm_*), an AMD
-    GPU the AMD lessons whose targets include its architecture (gfx950, gfx942, read from ``gcnArchName``)."""
+def gpu_class(device=None) -> str | None:
+    """The class of the GPU here, as the course's compile targets name it: ``"sm_86"`` for an NVIDIA GPU of compute
+    capability 8.6 (an RTX 3090, an A10), ``"gfx942"`` for an AMD MI300X (read from ``gcnArchName``); None without a
+    GPU. A GPU of a class the course has no target for still gets its name (``"sm_75"`` for a T4). ``device``: which
+    GPU (default: the current one)."""
     if not has_gpu():
-        return False
+        return None
+    device = torch.cuda.current_device() if device is None else device
     if is_rocm():
-        arch = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "gcnArchName", "")
-        return arch.split(":")[0] in targets
-    return any(t.startswith("sm_") for t in targets)
+        arch = getattr(torch.cuda.get_device_properties(device), "gcnArchName", "")
+        return arch.split(":")[0]
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}"
+
+
+def runs_lessons_for(targets) -> bool:
+    """Whether the GPU here runs the GPU checks of a lesson compiled for ``targets``: a GPU whose class
+    (``gpu_class``) the lesson declares. An RTX 3090 (sm_86) runs the lessons that declare sm_86, an MI300X those that
+    declare gfx942; on any other GPU a lesson's machine-code checks run, as on any machine, and its GPU checks do not
+    (they are not written for it: lesson 14's TMA on an Ampere GPU, any lesson on a T4)."""
+    found = gpu_class()
+    return found is not None and found in targets
 
 
 def require_gpu(what: str = "this") -> None:

@@ -129,13 +129,28 @@ def cluster_split_problem(c_cga, a_cga, b_cga, b_kn: bool = True, stacked_along:
             return (f"B's tile ({'K × N' if b_kn else 'N × K'}) is split between the CTAs along N {basis(b)} "
                     f"where C's columns are {'not split' if not n else f'split as {list(c)}'}: B must be {held}")
     return None
+def not_hopper_sentence(gpu_class: str | None, gpu_name: str) -> str:
+    """Why a launcher that needs Hopper refuses the GPU here, and what this GPU runs instead: "wgmma is Hopper's
+    instruction ...; this GPU (NVIDIA GeForce RTX 3090) is an sm_86 (Ampere: RTX 30, A10, A40): lessons 01–05 and
+    10–13 run on it". ``gpu_class`` as ``measure.device.gpu_class`` names it."""
+    from ..grading.classes import class_named, what_runs_on
+
+    # TMA (cp.async.bulk.tensor) came with sm_90, as wgmma did: a GPU before Hopper has neither.
+    before_hopper = gpu_class is not None and gpu_class.startswith("sm_") and int(gpu_class[3:]) < 90
+    need = ("wgmma and TMA need Hopper (compute capability 9.x, e.g. H100, H200): GPUs before it have neither"
+            if before_hopper else "wgmma is Hopper's instruction (compute capability 9.x, e.g. H100, H200); "
+            "Blackwell's tensor cores take tcgen05 or mma.sync instead")
+    article = "an" if (gpu_class or "").startswith("sm_") else "a"      # "an sm_86", "a gfx942"
+    return f"{need}. This GPU ({gpu_name}) is {article} {class_named(gpu_class)}: {what_runs_on(gpu_class)}"
 
 
 def require_hopper(t: torch.Tensor) -> None:
-    """wgmma exists on compute capability 9.x only: Blackwell's tensor cores take tcgen05 instead."""
+    """wgmma exists on compute capability 9.x only: Blackwell's tensor cores take tcgen05 instead, and GPUs before
+    Hopper have neither wgmma nor TMA. The refusal names the lessons that run on the GPU here."""
     if torch.version.hip is not None or torch.cuda.get_device_capability(t.device)[0] != 9:
-        raise RuntimeError(f"wgmma is Hopper's instruction (compute capability 9.x, e.g. H100, H200); this GPU is "
-                           f"{torch.cuda.get_device_name(t.device)}: use lesson 14's kernel (mma.sync) here")
+        from ..measure.device import gpu_class
+
+        raise RuntimeError(not_hopper_sentence(gpu_class(t.device), torch.cuda.get_device_name(t.device)))
 
 
 _RESIDENT: dict = {}

@@ -17,7 +17,8 @@ README_BEGIN = "<!-- BEGIN GENERATED LESSON TABLE (python -m gluon_course tables
 HOME_BEGIN = "<!-- BEGIN GENERATED LESSONS (python -m gluon_course tables) -->"
 END = "<!-- END GENERATED {} -->"
 
-VENDOR = {"sm_90": "Hopper", "sm_100": "Blackwell", "gfx950": "MI350/MI355", "gfx942": "MI300"}
+VENDOR = {"sm_75": "T4", "sm_80": "A100", "sm_86": "RTX 30, A10", "sm_89": "RTX 40, L4", "sm_90": "Hopper",
+          "sm_100": "Blackwell", "sm_120": "RTX 50", "gfx950": "MI350/MI355", "gfx942": "MI300"}
 
 
 def _figure_cell(fig, entry) -> str:

@@ -12,13 +12,14 @@ kernel's sm_100 code, never run).
 """
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..course import lessons
 from ..grading import records
+from ..grading.classes import calls, gpu_classes, spans
+from ..machine.targets import GPU_NAMES
 from .pages import replace_between, toc_parts
 
 BEGIN = "<!-- BEGIN GENERATED SUPPORT MATRIX (python -m gluon_course tables) -->"
@@ -28,15 +29,10 @@ FACTS_END = "<!-- END GENERATED LESSON FACTS -->"
 # The time a notebook gives itself, in its first cell: "**Time:** about 45 minutes."
 TIME = re.compile(r"\*\*Time:\*\*\s*about\s+(\d+)\s+minutes")
 
-# The GPU classes of the matrix, by the compile target that names them, with the GPUs people know them by. sm_80 is
-# not a target of the course: its column says what an Ampere GPU gets (nothing a lesson declares).
-GPU_CLASSES: dict[str, str] = {
-    "sm_80": "Ampere: A100",
-    "sm_90": "Hopper: H100, H200",
-    "sm_100": "Blackwell: B200, GB200",
-    "gfx942": "CDNA3: MI300X",
-    "gfx950": "CDNA4: MI350X, MI355X",
-}
+# The GPU classes of the matrix, by the compile target that names them, with the GPUs people know them by
+# (``machine.targets.GPU_NAMES``), in the order of the columns.
+GPU_CLASSES: dict[str, str] = {cls: GPU_NAMES[cls] for cls in
+                               ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120", "gfx942", "gfx950")}
 # The class of each GPU the course has a recording of (``results/<slug>.json``); a recording of a GPU not listed
 # here is not claimed for any column.
 RECORDING_CLASS: dict[str, str] = {"nvidia-h200": "sm_90"}
@@ -58,23 +54,9 @@ class Support:
     recorded: dict                     # GPU class -> the recorded GPU's name, for recordings of this lesson
 
 
-def _calls(path: Path, name: str) -> bool:
-    """Whether the module at ``path`` calls a function called ``name`` (``name(...)`` or ``module.name(...)``)."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call):
-            f = node.func
-            if (isinstance(f, ast.Name) and f.id == name) or (isinstance(f, ast.Attribute) and f.attr == name):
-                return True
-    return False
-
-
-def gpu_classes(the) -> tuple[str, ...]:
-    """The declared targets a lesson's GPU checks are written for: all of them, except that a solution that calls
-    ``require_hopper`` (which refuses every GPU but a Hopper, AMD's included) keeps only sm_90."""
-    targets = tuple(the.checks.targets)
-    if _calls(the.solution_path, "require_hopper"):
-        return tuple(t for t in targets if t == "sm_90")
-    return targets
+# Which classes a lesson's GPU checks are written for: grading.classes, shared with the launchers' refusals.
+_calls = calls
+_spans = spans
 
 
 def _recorded_classes(number: str) -> dict:
@@ -113,19 +95,6 @@ def lesson_support(root: Path | None = None) -> list[Support]:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _spans(numbers: list[str]) -> str:
-    """["01", "02", "03", "10"] -> "01–03, 10" (consecutive lesson numbers as one span)."""
-    spans, run = [], []
-    for n in numbers:
-        if run and int(n) != int(run[-1]) + 1:
-            spans.append(run)
-            run = []
-        run.append(n)
-    if run:
-        spans.append(run)
-    return ", ".join(s[0] if len(s) == 1 else f"{s[0]}–{s[-1]}" for s in spans)
 
 
 def _lesson_cell(row: Support) -> str:
@@ -190,9 +159,10 @@ def matrix_markdown(root: Path | None = None) -> str:
                      + ".")
     lines.append("")
 
+    lines += turing_markdown(rows)
     lines += mi300x_markdown(rows)
 
-    code_targets = ("sm_90", "sm_100", "gfx942", "gfx950")
+    code_targets = tuple(GPU_CLASSES)
     lines += ["## How many checks, of which kind", "",
               "A lesson's machine-code checks by the code they read (*host*: no compiled code, but the launcher, a "
               "layout or a function of the kernel run on the CPU, the host model among them where the first table "
@@ -204,6 +174,47 @@ def matrix_markdown(root: Path | None = None) -> str:
                      + f" | {_code_cell(row, None)} | {row.gpu_checks} | {row.figures} |")
     lines.append("")
     return "\n".join(lines)
+
+
+# Colab's free GPU, a class no lesson declares: what Triton 3.9.0 makes of the lessons' kernels there.
+TURING = "sm_75"
+
+
+def _listed(numbers: list[str]) -> str:
+    """["01", "02", "03", "10"] -> "01–03 and 10"."""
+    head, _, last = _spans(numbers).rpartition(", ")
+    return f"{head} and {last}" if head else last
+
+
+def turing_markdown(rows) -> list[str]:
+    """A T4 (sm_75): no lesson declares it; whether Triton 3.9.0 compiles each lesson's kernel for it, from
+    ``grading.facts.port`` (the kernel each lesson compares across classes, compiled here in a child process: LLVM stops
+    the whole process on some of them)."""
+    from ..grading.facts import first_facts_check, port
+
+    ported = [r.number for r in rows if first_facts_check(lessons()[r.number].checks) is not None]
+    if not ported:
+        return []
+    answers = port(ported, TURING)
+    compiled = [n for n, (ok, _) in answers.items() if ok]
+    refused = [n for n, (ok, _) in answers.items() if not ok]
+    hopper = [r.number for r in rows if r.number not in ported and any(t.startswith("sm_") for t in r.targets)]
+    lines = [f"## On a T4 ({TURING}: {GPU_NAMES[TURING]}; Colab's free GPU)", "",
+             f"No lesson declares {TURING}, so on a T4 `check` runs every lesson's machine-code checks, as on any "
+             "machine, and none of its GPU checks; the notebooks show the recorded figures. Whether Triton 3.9.0 "
+             f"compiles the lessons' kernels for it: compiled here for `GPUTarget(\"cuda\", 75, 32)`, the kernel each "
+             "lesson compares across classes (bf16 in the GEMM lessons), "
+             + (f"lesson{'s' if len(compiled) > 1 else ''} {_listed(compiled)} compile{'' if len(compiled) > 1 else 's'}"
+                if compiled else "no lesson compiles")
+             + (f"; {_listed(refused)} do{'es' if len(refused) == 1 else ''} not, for the reasons below" if refused else
+                "")
+             + (f". Lessons {_listed(hopper)} do not declare the classes before Hopper: their kernels (lesson 30's "
+                "GEMMs among them) use TMA or wgmma, which came with sm_90" if hopper else "") + ".", "",
+             f"| lesson | compiled for {TURING} by Triton 3.9.0 |", "|---|---|"]
+    for n, (ok, said) in answers.items():
+        lines.append(f"| {n} | {'compiles: ' + said if ok else 'does not compile: ' + said} |")
+    lines.append("")
+    return lines
 
 
 def mi300x_markdown(rows) -> list[str]:

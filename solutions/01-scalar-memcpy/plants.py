@@ -18,4 +18,10 @@ PLANTS = [
     Plant("no bound at the end of the tensor, seen without a GPU: numel is never compared",
           "end = gl.minimum(start + XBLOCK, numel)", "end = start + XBLOCK",
           rejected_by="bounded_by_numel", gpu=False),
+    Plant("vectorised by hand, seen on an RTX 30 / A10 class GPU's machine code: 16-byte loads, no scalar loop",
+          "    for i in range(start, end):\n        # A scalar load and a scalar store: one 4-byte element per iteration.\n"
+          "        value = gl.load(in_ptr + i)\n        gl.store(out_ptr + i, value)",
+          "    offs = start + gl.arange(0, XBLOCK, layout=gl.BlockedLayout([4], [32], [4], [0]))\n"
+          "    gl.store(out_ptr + offs, gl.load(in_ptr + offs, mask=offs < end), mask=offs < end)",
+          rejected_by="scalar_loop_sm_86", gpu=False),
 ]

@@ -24,4 +24,13 @@ PLANTS = [
     Plant("off-by-one mask: writes one element past the end",
           "mask = offsets < numel", "mask = offsets <= numel",
           rejected_by="exact_every_r", gpu=True),
+    Plant("lanes and registers swapped, seen in Ada's (sm_89) machine code: R=4 becomes 16 scalar loads",
+          "return gl.BlockedLayout(size_per_thread=[R], threads_per_warp=[warp_size], warps_per_cta=[num_warps],\n"
+          "                            order=[0])",
+          "return gl.DistributedLinearLayout(\n"
+          "        reg_bases=[[warp_size * num_warps << i] for i in range(R.bit_length() - 1)],\n"
+          "        lane_bases=[[1 << i] for i in range(warp_size.bit_length() - 1)],\n"
+          "        warp_bases=[[warp_size << i] for i in range(num_warps.bit_length() - 1)],\n"
+          "        block_bases=[], shape=[R * warp_size * num_warps])",
+          rejected_by="r4_sm_89", gpu=False),
 ]

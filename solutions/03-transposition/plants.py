@@ -29,4 +29,10 @@ PLANTS = [
     Plant("a row-only mask, seen without a GPU: N is never compared",
           "mask = (rows_2d < M) & (cols_2d < N)", "mask = rows_2d < M",
           rejected_by="masked_on_both_axes", gpu=False),
+    Plant("SliceLayout dims swapped, seen in RTX 50's (sm_120) machine code for x.T with the column layout",
+          "rows = tile_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))\n"
+          "    cols = tile_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))",
+          "rows = tile_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, layout))\n"
+          "    cols = tile_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, layout))",
+          rejected_by="column_layout_sm_120", gpu=False),
 ]

@@ -20,4 +20,8 @@ PLANTS = [
     Plant("output offsets with the input's row stride (out[i, j] at i * N + j): values land in the wrong place",
           "gl.store(out_ptr + out_cols * M + out_rows,", "gl.store(out_ptr + out_rows * N + out_cols,",
           rejected_by="inout_exact_on_odd_shapes", gpu=True),
+    Plant("no conversion, seen in an A100's (sm_80) machine code: no shared memory, scalar stores",
+          "    tile = gl.convert_layout(tile, store_layout)\n",
+          "    gl.store(out_ptr + in_cols * M + in_rows, tile, mask=(in_rows < M) & (in_cols < N))\n    return\n",
+          rejected_by="inout_sm_80", gpu=False),
 ]

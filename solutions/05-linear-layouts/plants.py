@@ -29,4 +29,7 @@ PLANTS = [
     Plant("the store's mask compares i with N and j with M: wrong on every non-square matrix",
           "tile, mask=(i[:, None] < M) & (j[None, :] < N))", "tile, mask=(i[:, None] < N) & (j[None, :] < M))",
           rejected_by="transposes_exact", gpu=True),
+    Plant("the staged tile is read back in the row layout, seen in an RTX 30 / A10's (sm_86) machine code",
+          "    tile = staged.load(column_layout)", "    tile = staged.load(row_layout)",
+          rejected_by="vector_swizzled_sm_86", gpu=False),
 ]

@@ -7,7 +7,10 @@ import subprocess
 import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_masks_problem, gemm_measure, refuses
+from gluon_course.grading.classes import AMPERE_ADA_RTX50
+from gluon_course.grading.facts import Facts, facts_check
+from gluon_course.grading.gemm import (around_first_run, empty_operands, gemm_class_ranges, gemm_masks_problem,
+                                       gemm_measure, refuses)
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
@@ -63,6 +66,19 @@ EXPECTED = {
                          "registers": 188},
     ("sm_100", "fp16"): {"loop": {"FFMA2": 256, "HADD2.F32": 128, "LDG.E.128": 16}, "registers": 190},
 }
+# bf16 on the GPUs before Hopper and on RTX 50, against sm_90 (whole kernel): the same 512 FFMA (no FFMA2 pairs there:
+# sm_100 alone pairs them), 16 16-byte loads and 8 16-byte stores; between 177 and 205 registers, one block of 8 warps
+# per SM.
+FMA_KERNEL = {
+    target: Facts({"FFMA": 512, "LDG.E.128": 16, "STG.E.128": 8}, registers=registers, in_loops=("fma",))
+    for target, registers in (("sm_90", 177), ("sm_80", 191), ("sm_86", 205), ("sm_89", 205), ("sm_120", 185))
+}
+
+
+def compiled_bf16(mod, target):
+    return compiled(mod, target, "bf16")
+
+
 # Opcodes that would mean the work went elsewhere than fp32 FMAs on the CUDA cores.
 NOT_EXPECTED = r"(HMMA|HGMMA|UTCHMMA|UTCQMMA|FMUL|FADD)\b"
 
@@ -159,7 +175,7 @@ def sanitizer_clean(mod):
 
 # FP32 results per clock per SM, from the CUDA C++ Programming Guide's table of arithmetic instruction
 # throughput ("32-bit floating-point add, multiply, multiply-add"), by compute capability.
-FP32_LANES_PER_SM = {(8, 0): 64, (8, 6): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128}
+FP32_LANES_PER_SM = {(8, 0): 64, (8, 6): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}
 
 
 def max_sm_clock_mhz() -> float | None:
@@ -226,11 +242,12 @@ FIRST = {"bf16_8192": (0.0315, "23 TFLOPS vs cuBLAS 722 (34% of the FMA peak)"),
 def _figure(key, title, M, N, K, dtype, headline=False):
     value, text = FIRST[key]
     return Figure(key, title, fma_figure(M, N, K, dtype, label=f"v0 {title}"),
-                  around_first_run(value, text, WHY, REFERENCES), headline=headline)
+                  around_first_run(value, text, WHY, REFERENCES, classes=gemm_class_ranges(FIRST[key], "fma")),
+                  headline=headline)
 
 
 CHECKS = LessonChecks(
-    targets=("sm_90", "sm_100"),
+    targets=("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"),
     teaches="a register tile of C per thread, a K loop of fp32 FMAs (`gl.dot_fma`) on the CUDA cores, why it is "
             "issue- and memory-bound",
     machine_code=[
@@ -244,10 +261,13 @@ CHECKS = LessonChecks(
               target="sm_90"),
         Check("operands_broadcast", "fma_layouts at the course's tile: each thread holds its 8 rows of A and 8 columns "
               "of B for the whole K-step (32 registers each)", operands_broadcast),
-        Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
-              KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_80, sm_86, sm_89, sm_90, sm_100 and sm_120, fits one SM "
+              "with no spills", KERNEL.config_fits(("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")),
+              target="sm_90"),
         Check("host_model", "in the host model (no GPU, at the course's tile): C exact on odd shapes, each element "
               "written once, every read inside A and B", model),
+        *(facts_check(f"fma_{t}", t, compiled_bf16, FMA_KERNEL, num_warps=NUM_WARPS, what="bf16 at the course's tile")
+          for t in AMPERE_ADA_RTX50),
     ],
     correctness=[
         Check("exact_on_odd_shapes", "C = A·B within the fp32-accumulation tolerance on odd shapes, bf16 and fp16 "

@@ -94,4 +94,7 @@ PLANTS = [
           "        a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)\n"
           "        b_mask = offs_bn[None, :] < N",
           rejected_by="host_model", gpu=False),
+    Plant("lanes across and down swapped, seen in RTX 50's (sm_120) machine code: other loads and registers",
+          "threads_per_warp=[lanes_m, LANES_N]", "threads_per_warp=[LANES_N, lanes_m]",
+          rejected_by="fma_sm_120", gpu=False),
 ]

@@ -3,7 +3,10 @@ it, the masks; correctness and the sanitizer on a GPU; TFLOPS against cuBLAS, an
 import torch
 
 from gluon_course.grading import Check, Figure, LessonChecks, Reference
-from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_masks_problem, gemm_measure, refuses
+from gluon_course.grading.classes import AMPERE_ADA_RTX50, MMA_SYNC_REACH, class_ranges
+from gluon_course.grading.facts import Facts, facts_check
+from gluon_course.grading.gemm import (around_first_run, empty_operands, gemm_class_ranges, gemm_masks_problem,
+                                       gemm_measure, refuses)
 from gluon_course.grading.gemm_kernel import GemmKernel, spill_sentence
 from gluon_course.machine import compile_cached
 from gluon_course.measure import Measurement
@@ -61,6 +64,19 @@ def compiled_peak(mod, target: str, dtype: str = "bf16"):
                           signature={"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "out_ptr": "*fp32", "steps": "i32"},
                           constexprs={**cfg, "acc_layout": acc_layout, "a_layout": a_layout, "b_layout": b_layout},
                           aligned=("a_ptr", "b_ptr", "out_ptr"), num_warps=num_warps)
+
+
+# bf16 on the GPUs before Hopper and on RTX 50, against sm_90 (whole kernel, the course's tile): the same mma.sync
+# m16n8k16 (HMMA.16816.F32.BF16), the same loads and stores, no shared memory; 185 registers on sm_80, 168 elsewhere.
+MMA_KERNEL = {
+    target: Facts({"HMMA.16816.F32.BF16": 32, "LDG.E.64": 16, "LDG.E.U16": 32, "STG.E": 32}, registers=registers,
+                  in_loops=("mma",))
+    for target, registers in (("sm_90", 168), ("sm_80", 185), ("sm_86", 168), ("sm_89", 168), ("sm_120", 168))
+}
+
+
+def compiled_bf16(mod, target):
+    return compiled(mod, target, "bf16")
 
 
 # CONFIG: 128 × 64 × 32 tiles, 4 warps as 2 (along M) × 2 (along N); each warp owns 64 × 32 elements of C, in
@@ -228,11 +244,24 @@ FIRST = {"bf16_8192": (0.1638, "118 TFLOPS vs cuBLAS 722"), "fp16_8192": (0.1743
 
 def _figure(key, title, M, N, K, dtype, headline=False):
     return Figure(key, title, gemm_measure(M, N, K, dtype, f"v1 {dtype} {M}×{N}×{K}"),
-                  around_first_run(*FIRST[key], WHY, DESIGN_RUN), headline=headline)
+                  around_first_run(*FIRST[key], WHY, DESIGN_RUN,
+                                   classes=gemm_class_ranges(FIRST[key], "mma.sync", below=0.3, above=1.25)),
+                  headline=headline)
+
+
+# mma.sync on register-resident operands reaches the tensor rate with fp32 accumulation on the GPUs before Hopper
+# and on RTX 50 (mma.sync is their only tensor-core instruction), assumed at MMA_SYNC_REACH of it; in TFLOPS, so the
+# range spans the small and the large GPUs of each class.
+PEAK_FIRST_RUN = 635      # TFLOPS, the first clean run's mma_v2_peak on the H200
+PEAK_CLASSES = class_ranges(
+    lambda gpu: PEAK_FIRST_RUN if gpu.gpu_class == "sm_90" else MMA_SYNC_REACH * gpu.tensor_tflops,
+    f"mma.sync is the tensor cores' own instruction before Hopper and on RTX 50, assumed to reach {MMA_SYNC_REACH:.0%} "
+    "of the GPU's dense bf16 rate with fp32 accumulation (half rate on the GeForce parts); an absolute figure, so the "
+    "range spans the class's small and large GPUs", below=0.6, above=1.2, shown="{:.0f} TFLOPS")
 
 
 CHECKS = LessonChecks(
-    targets=("sm_90", "sm_100"),
+    targets=("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"),
     teaches="`mma_v2` (mma.sync) with `NVMMADistributedLayout` and `DotOperandLayout`, `k_width`, operands loaded "
             "from global memory straight into registers, and what mma.sync reaches on Hopper",
     machine_code=[
@@ -255,10 +284,13 @@ CHECKS = LessonChecks(
         Check("peak_loop_pure_mma", "sm_90, at the course's tile: mma_peak_kernel's loop holds only the "
               "HMMAs", peak_loop_is_pure_mma,
               target="sm_90"),
-        Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
-              KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_80, sm_86, sm_89, sm_90, sm_100 and sm_120, fits one SM "
+              "with no spills", KERNEL.config_fits(("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")),
+              target="sm_90"),
         Check("host_model", "in the host model (no GPU, at the course's tile): C exact on odd shapes, each element "
               "written once, every read inside A and B", model),
+        *(facts_check(f"mma_{t}", t, compiled_bf16, MMA_KERNEL, num_warps=4, what="bf16 at the course's tile")
+          for t in AMPERE_ADA_RTX50),
     ],
     correctness=[
         Check("exact_odd_shapes", "matmul is exact to the stated tolerance on odd shapes, bf16 and fp16 (poisoned, "
@@ -273,7 +305,7 @@ CHECKS = LessonChecks(
         _figure("fp16_8192", "fp16 8192³", 8192, 8192, 8192, "fp16"),
         _figure("bf16_4096", "bf16 4096³", 4096, 4096, 4096, "bf16"),
         Figure("mma_v2_peak", "mma.sync peak (registers only)", mma_peak,
-               around_first_run(635, "635 TFLOPS (cuBLAS bf16 8192³: 722)", WHY_PEAK, PEAK_REFERENCES,
-                                ceiling="mma.sync", unit="TFLOPS")),
+               around_first_run(PEAK_FIRST_RUN, "635 TFLOPS (cuBLAS bf16 8192³: 722)", WHY_PEAK, PEAK_REFERENCES,
+                                ceiling="mma.sync", unit="TFLOPS", classes=PEAK_CLASSES)),
     ],
 )

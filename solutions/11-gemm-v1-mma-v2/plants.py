@@ -24,4 +24,7 @@ PLANTS = [
           "a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)",
           "a_mask = (offs_am[:, None] < M) & (offs_ak[None, :] < K)",
           rejected_by="host_model", gpu=False),
+    Plant("k_width counted in 32-bit registers (2), seen in Ada's (sm_89) machine code: 4-byte loads of A",
+          "k_width = K_BYTES_PER_THREAD // element_bytes", "k_width = K_BYTES_PER_THREAD // 4",
+          rejected_by="mma_sm_89", gpu=False),
 ]

@@ -33,4 +33,7 @@ PLANTS = [
           "a_mask = (offs_am[:, None] < M) & ((k + offs_ak)[None, :] < K)",
           "a_mask = (k + offs_ak)[None, :] < K",
           rejected_by="host_model", gpu=False),
+    Plant("the vector sized for float32 (4 elements), seen in an A100's (sm_80) machine code: 8-byte accesses",
+          "    vector = VECTOR_BYTES // element_bytes", "    vector = 4",
+          rejected_by="staged_sm_80", gpu=False),
 ]

@@ -7,8 +7,11 @@ import torch
 
 from gluon_course.course import load_module_file
 from gluon_course.grading import Check, CourseTarget, Figure, LessonChecks, Passed, Reference
+from gluon_course.grading.classes import AMPERE_ADA_RTX50
 from gluon_course.grading.counts import mismatch
-from gluon_course.grading.gemm import around_first_run, empty_operands, gemm_masks_problem, gemm_measure, refuses
+from gluon_course.grading.facts import Facts, facts_check
+from gluon_course.grading.gemm import (around_first_run, empty_operands, gemm_class_ranges, gemm_masks_problem,
+                                       gemm_measure, refuses)
 from gluon_course.grading.gemm_kernel import GemmKernel
 from gluon_course.machine import compile_cached
 from gluon_course.measure.gemm import GEMM_ODD_SHAPES, check_gemm, gemm_inputs
@@ -230,11 +233,30 @@ WAVES_4096 = ("; at 4096³ the 1024 programs make 3.9 waves of 264 (2 per SM), s
 
 def _figure(key, title, M, N, K, dtype, why=WHY, target=None, headline=False):
     return Figure(key, title, gemm_measure(M, N, K, dtype, f"v3 {dtype} {M}×{N}×{K}"),
-                  around_first_run(*FIRST[key], why, REFERENCES, target=target), headline=headline)
+                  around_first_run(*FIRST[key], why, REFERENCES, target=target,
+                                   classes=gemm_class_ranges(FIRST[key], "mma.sync", below=0.5, above=1.25)),
+                  headline=headline)
+
+
+# bf16 at STAGES 3 on the GPUs before Hopper and on RTX 50, against sm_90 (whole kernel): cp.async is LDGSTS there too,
+# with the same commits, waits, ldmatrix and mma.sync; the 48 KiB ring fits the 99 KiB a block may have on sm_86, sm_89
+# and sm_120, two blocks to an SM of 100 KiB. The epilogue reads 3 scalars from shared memory where sm_90 and sm_120
+# read 6.
+RING = {
+    target: Facts({"BAR.SYNC.DEFER_BLOCKING": 2, "HMMA.16816.F32.BF16": 64, "LDGSTS.E.BYPASS.128": 24, "LDS": lds,
+                   "LDSM.16.M88.4": 8, "LDSM.16.MT88.4": 8, "STG.E": 64}, registers=registers, shared=49152,
+                  in_loops=("async_copy", "mma"))
+    for target, lds, registers in (("sm_90", 6, 225), ("sm_80", 3, 229), ("sm_86", 3, 221), ("sm_89", 3, 221),
+                                   ("sm_120", 6, 216))
+}
+
+
+def compiled_bf16(mod, target):
+    return compiled(mod, target, "bf16")
 
 
 CHECKS = LessonChecks(
-    targets=("sm_90", "sm_100"),
+    targets=("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"),
     teaches="`cp.async` into a ring of shared buffers: `async_load`, `commit_group`, `wait_group`, prefetch "
             "distance STAGES − 1, the alignment cp.async needs",
     machine_code=[
@@ -257,11 +279,14 @@ CHECKS = LessonChecks(
               "fp16)", _pipeline("sm_100"), target="sm_100"),
         Check("registers", "at the course's tile: under 255 registers and no spills (sm_90, "
               "sm_100)", registers_fit, target="sm_90"),
-        Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
-              KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
+        Check("config_fits", "your CONFIG, compiled for sm_80, sm_86, sm_89, sm_90, sm_100 and sm_120, fits one SM "
+              "with no spills", KERNEL.config_fits(("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")),
+              target="sm_90"),
         Check("host_model", "in the host model (no GPU, at the course's tile): C exact on odd shapes, each element "
               "written once, every slot read after the wait_group that covers its copy, none refilled while "
               "read", model),
+        *(facts_check(f"ring_{t}", t, compiled_bf16, RING, num_warps=NUM_WARPS, what="bf16 at the course's tile, "
+                      "STAGES 3") for t in AMPERE_ADA_RTX50),
     ],
     correctness=[
         Check("exact_odd_shapes", "one isolated launch ends in time; C exact on odd shapes through both copy paths "

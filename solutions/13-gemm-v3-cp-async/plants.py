@@ -33,4 +33,7 @@ PLANTS = [
           "whose copy may still be in flight",
           "async_copy.wait_group(STAGES - 2)", "async_copy.wait_group(STAGES - 1)",
           rejected_by="host_model", gpu=False),
+    Plant("the prologue starts only STAGES-2 tiles, seen in an RTX 30 / A10's (sm_86) machine code: copies missing",
+          "for s in gl.static_range(STAGES - 1):", "for s in gl.static_range(STAGES - 2):",
+          rejected_by="ring_sm_86", gpu=False),
 ]

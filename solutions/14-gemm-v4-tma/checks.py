@@ -3,7 +3,9 @@ the launcher's 16-byte rule, and the figures against cuBLAS."""
 from gluon_course.grading import Check, CourseTarget, Figure, LessonChecks, Reference
 from gluon_course.grading import tma_gemm
 from gluon_course.grading.counts import mismatch
-from gluon_course.grading.gemm import around_first_run, gemm_measure, speedup_over, store_mask_missing
+from gluon_course.grading.facts import Facts, facts_check
+from gluon_course.grading.gemm import (around_first_run, gemm_class_ranges, gemm_measure, speedup_over,
+                                       store_mask_missing)
 from gluon_course.grading.gemm_kernel import GemmKernel
 
 # Lesson 13's tile (its CONFIG), compiled as a launch of an 8192³ problem sees it (every size a multiple of 16).
@@ -82,6 +84,19 @@ def _resources(target):
     return run
 
 
+# RTX 50 (sm_120) has TMA and mbarriers, and no wgmma: the same kernel compiles there to the same TMA copies and
+# mma.sync (Triton 3.9.0). The GPUs before Hopper have no TMA: Triton stops the compile there (elect.sync).
+ON_RTX50 = {
+    target: Facts({"BAR.SYNC.DEFER_BLOCKING": 11, "HMMA.16816.F32.BF16": 64, "LDSM.16.M88.4": 8, "LDSM.16.MT88.4": 8,
+                   "STG.E": 64, "UTMALDG.2D": 6}, registers=registers, shared=SHARED_BYTES, in_loops=("tma", "mma"))
+    for target, registers in (("sm_90", REGISTERS["sm_90"]), ("sm_120", 190))
+}
+
+
+def compiled_bf16(mod, target):
+    return compiled(mod, target, "bf16")
+
+
 def store_masked(mod):
     """The loads need no mask (TMA zero-fills), but C's store must still stop at the M and N edges."""
     return store_mask_missing(compiled(mod, "sm_90"))
@@ -128,11 +143,13 @@ FIRST = {"bf16_8192": (0.6081, "439 TFLOPS vs cuBLAS 722"), "fp16_8192": (0.6340
 
 def _figure(key, title, M, N, K, dtype_name, headline=False):
     return Figure(key, title, gemm_measure(M, N, K, dtype_name, f"v4 TMA {dtype_name}"),
-                  around_first_run(*FIRST[key], WHY, DESIGN_RUN), headline=headline)
+                  around_first_run(*FIRST[key], WHY, DESIGN_RUN,
+                                   classes=gemm_class_ranges(FIRST[key], "mma.sync", classes=("sm_120",))),
+                  headline=headline)
 
 
 CHECKS = LessonChecks(
-    targets=("sm_90", "sm_100"),
+    targets=("sm_90", "sm_100", "sm_120"),
     teaches="TMA tensor descriptors and mbarriers (expect, wait on the phase parity) feed the ring; "
             "zero-filled tails instead of masks; fewer registers",
     machine_code=[
@@ -152,8 +169,12 @@ CHECKS = LessonChecks(
         Check("store_masked", "sm_90, at the course's tile: the store of C is masked by rows < M and columns < N (the "
               "loads need no mask)", store_masked,
               target="sm_90"),
-        Check("config_fits", "your CONFIG, compiled for sm_90 and sm_100, fits one SM with no spills",
-              KERNEL.config_fits(("sm_90", "sm_100")), target="sm_90"),
+        Check("tma_sm_120", "sm_120, at the course's tile: the same TMA, mbarrier, LDSM and HMMA counts (bf16 and "
+              "fp16)", _tma_signature("sm_120"), target="sm_120"),
+        facts_check("rtx50_sm_120", "sm_120", compiled_bf16, ON_RTX50, num_warps=TILE["num_warps"],
+                    what="bf16 at the course's tile"),
+        Check("config_fits", "your CONFIG, compiled for sm_90, sm_100 and sm_120, fits one SM with no spills",
+              KERNEL.config_fits(("sm_90", "sm_100", "sm_120")), target="sm_90"),
         Check("host_model", tma_gemm.HOST_MODEL, model),
     ],
     correctness=[

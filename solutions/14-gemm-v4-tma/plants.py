@@ -40,4 +40,8 @@ PLANTS = [
           "wrong tiles of B",
           "tma.async_load(b_desc, [tile * BLOCK_K, off_n]", "tma.async_load(b_desc, [off_n, tile * BLOCK_K]",
           rejected_by="host_model", gpu=False),
+    Plant("B's tile is never copied, seen in RTX 50's (sm_120) machine code: 3 TMA copies where 6 were expected",
+          "    tma.async_load(b_desc, [tile * BLOCK_K, off_n], ready.index(slot), b_ring.index(slot), pred=pred)\n",
+          "",
+          rejected_by="rtx50_sm_120", gpu=False),
 ]
