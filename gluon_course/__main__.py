@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("record", help="GPU: measure every lesson and re-execute the notebooks in place")
     r.add_argument("lessons", nargs="*")
     sub.add_parser("starters", help="regenerate every lessons/NN-slug/starter.py from its solution")
-    sub.add_parser("tables", help="regenerate the README's lesson table and book/results.md from results/")
+    sub.add_parser("tables", help="regenerate the README's lesson table, the generated pages and every recorded figure "
+                                  "marked in prose from results/")
     n = sub.add_parser("new-lesson", help="scaffold solutions/NN-slug/ and lessons/NN-slug/ for a new lesson")
     n.add_argument("number")
     n.add_argument("slug")
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         from .website import update_tables
 
         changed = update_tables(repo_root())
-        print("updated: " + ", ".join(changed) if changed else "README.md and book/results.md already up to date")
+        print("updated: " + ", ".join(changed) if changed else "every generated page and marked figure is up to date")
         return 0
     if args.command == "translate":
         from .grading.translate import main as translate
