@@ -128,15 +128,22 @@ def markdown_cells(notebook_text: str) -> list[tuple[int, str]]:
 
 def _rewrite_notebook(text: str) -> str:
     """The notebook's JSON text with its markdown cells' markers rewritten, edited as text: each source line that
-    holds a marker is replaced where it stands (as JSON writes it), so nothing else of the file moves."""
-    for _, source in markdown_cells(text):
+    holds a marker is replaced where it stands (as JSON writes it, after its cell's id), so nothing else moves."""
+    cells = json.loads(text)["cells"]
+    for cell in cells:
+        if cell["cell_type"] != "markdown":
+            continue
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        start = text.find(f'"id": {json.dumps(cell["id"])}') if "id" in cell else 0
         for line in source.splitlines(keepends=True):
             new = rewrite(line)
-            if new != line:
-                old_json, new_json = (json.dumps(s, ensure_ascii=False) for s in (line, new))
-                if old_json not in text:
-                    raise FigureSpecError(f"a marked line is not written as JSON writes it: {line.strip()[:80]}")
-                text = text.replace(old_json, new_json)
+            if new == line:
+                continue
+            old_json, new_json = (json.dumps(s, ensure_ascii=False) for s in (line, new))
+            at = text.find(old_json, max(start, 0))
+            if at < 0:
+                raise FigureSpecError(f"a marked line is not written as JSON writes it: {line.strip()[:80]}")
+            text = text[:at] + new_json + text[at + len(old_json):]
     return text
 
 

@@ -15,6 +15,7 @@ from .pages import lesson_parts, png_description, replace_between, toc_parts
 RESULTS_BEGIN = "<!-- BEGIN GENERATED RESULTS (python -m gluon_course tables) -->"
 README_BEGIN = "<!-- BEGIN GENERATED LESSON TABLE (python -m gluon_course tables) -->"
 HOME_BEGIN = "<!-- BEGIN GENERATED LESSONS (python -m gluon_course tables) -->"
+RECORDING_BEGIN = "<!-- BEGIN GENERATED RECORDING (python -m gluon_course tables) -->"
 END = "<!-- END GENERATED {} -->"
 
 VENDOR = {"sm_75": "T4", "sm_80": "A100", "sm_86": "RTX 30, A10", "sm_89": "RTX 40, L4", "sm_90": "Hopper",
@@ -107,6 +108,20 @@ def readme_table(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
     if stamps:
         lines.append(_stamp_line(stamps, gpu_slug))
     return "\n".join(lines)
+
+
+def recording_line(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
+    """The README's word on which versions the course's recording ran with, from the figures' own provenance."""
+    data = records.load(gpu_slug)
+    entries = data["figures"].values()
+    if not entries:
+        return f"* **The course's recording** (`results/{gpu_slug}.json`): nothing recorded yet."
+    tritons = ", ".join(sorted({e["triton"] for e in entries}))
+    torches = ", ".join(sorted({e["torch"] for e in entries}))
+    dates = sorted({e["date"] for e in entries})
+    when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    return (f"* **The course's recording** (`results/{gpu_slug}.json`, what the notebooks and the website show): "
+            f"{data['gpu'] or gpu_slug}, Triton {tritons}, torch {torches}, {when}.")
 
 
 def _stamp_line(stamps, gpu_slug: str) -> str:
@@ -248,7 +263,7 @@ def _update_progression(root: Path, write: bool, gpu_slug: str = records.DEFAULT
 
 def update(root: Path, write: bool) -> list[str]:
     """Redraw the progression chart (only when its numbers changed) and rewrite the generated parts of
-    ``book/results.md``, ``README.md`` and ``book/intro.md``; return the files that changed (or, with ``write=False``,
+    ``book/results.md``, ``README.md`` (the lesson table, the recording's versions) and ``book/intro.md``; return the files that changed (or, with ``write=False``,
     that are stale)."""
     changed = []
     if _update_progression(root, write):
@@ -259,4 +274,6 @@ def update(root: Path, write: bool) -> list[str]:
         changed.append("README.md")
     if replace_between(root / "book" / "intro.md", HOME_BEGIN, END.format("LESSONS"), home_markdown(), write):
         changed.append("book/intro.md")
+    if replace_between(root / "README.md", RECORDING_BEGIN, END.format("RECORDING"), recording_line(), write):
+        changed.append("README.md")
     return changed
