@@ -9,15 +9,15 @@ The opening comment names where the number comes from and how it is written; ``p
 rewrites the text between the two comments from ``results/<gpu>.json`` (``update``), and a test fails when a
 committed page is stale. The language is small:
 
-- **where**: ``NN/key`` is a figure's ``value``; ``NN/key:detail`` one of its ``details`` (``:`` goes deeper,
-  ``*`` takes every member of a dict or list: ``32/model_table:shapes:*:ratio``; a place that ends at a dict or a
-  list of numbers gives them all, and ``>1``, ``<=0.9`` after it keeps those above or below a bound); several places
-  joined by ``,`` (no spaces) give several numbers. A place of the NVIDIA recording by default; ``amd-mi355x@NN/key`` names another.
-- **how**: the rest of the comment, a Python format string with the fields ``v`` (the one number), ``min`` and
-  ``max`` (of several numbers), ``n`` (how many), ``{0}``, ``{1}``... (each place's number, in order) and ``gpu``,
-  ``date``, ``triton``, ``torch`` (the first place's provenance): ``{v:.2f}×``, ``{v:.1%}``, ``{v:.0f} TFLOPS``,
-  ``{min:.2f}–{max:.2f}×``, ``{0:.0f} against {1:.0f} TFLOPS``. ``v`` is the only number, so it is an error where
-  the places give several.
+- **where**: ``NN/key`` is a figure's ``value``; ``NN/key:detail`` one of its ``details``; ``:`` goes deeper and
+  ``*`` takes every member of a dict or a list (``32/model_table:shapes:*:ratio``). A place that ends at a dict or a
+  list gives all its numbers, one that ends at a text the numbers it writes ("382 TFLOPS vs cuBLAS 765 TFLOPS");
+  ``>1``, ``<=0.9`` after a place keeps only those above or below the bound. Several places joined by ``,`` (no
+  spaces) give their numbers in order. The NVIDIA recording by default; ``amd-mi355x@NN/key`` names another.
+- **how**: the rest of the comment, a Python format string with the fields ``v`` (the one number; an error where
+  there are several), ``{0}``, ``{1}``... (the numbers in order), ``min``, ``max``, ``n`` (how many) and
+  ``geomean``, and the first place's ``gpu``, ``date``, ``triton`` and ``torch``: ``{v:.2f}×``, ``{v:.1%}``,
+  ``{v:.0f} TFLOPS``, ``{min:.2f}–{max:.2f}×``, ``{0:.0f} against {1:.0f} TFLOPS``.
 
 ``hand_typed`` is the other half: it finds numbers in the same prose that equal a recorded figure at the precision
 they are written with, so that a test can fail on a figure typed by hand (``tests/test_prose_figures.py``).
@@ -74,9 +74,12 @@ def numbers_at(place: str) -> list[float]:
     found = _dig(entry["details"], path, place) if path else [entry["value"]]
     numbers = []
     for value in [m for v in found for m in (v.values() if isinstance(v, dict) else v if isinstance(v, list) else [v])]:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):      # a figure's text: "382 TFLOPS vs cuBLAS 765 TFLOPS" gives 382 and 765
+            numbers += [float(n) for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.×])", value)]
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise FigureSpecError(f"{place}: not a number ({value!r})")
-        numbers.append(float(value))
+        else:
+            numbers.append(float(value))
     if bound is not None:
         limit = float(bound[3])
         keep = {">": limit.__lt__, ">=": limit.__le__, "<": limit.__gt__, "<=": limit.__ge__}[bound[2]]
@@ -95,14 +98,15 @@ def render(spec: str) -> str:
     numbers = [n for found in each for n in found]
     first, _ = _entry(places.split(",")[0])
     fields = {"min": min(numbers), "max": max(numbers), "n": len(numbers),
+              "geomean": math.exp(sum(math.log(n) for n in numbers) / len(numbers)) if min(numbers) > 0 else None,
               **{name: first[name] for name in ("gpu", "date", "triton", "torch")}}
     if len(numbers) == 1:
         fields["v"] = numbers[0]
     try:
-        return form.format(*[found[0] if len(found) == 1 else None for found in each], **fields)
+        return form.format(*numbers, **fields)
     except KeyError as e:
-        raise FigureSpecError(f"'{spec}': {{{e.args[0]}}} is not a field here (v for one number; min, max, n; "
-                              f"{{0}}, {{1}}... for each place; gpu, date)") from None
+        raise FigureSpecError(f"'{spec}': {{{e.args[0]}}} is not a field here (v for one number; min, max, n, geomean; "
+                              f"{{0}}, {{1}}... each number in order; gpu, date)") from None
     except (ValueError, IndexError, TypeError) as e:
         raise FigureSpecError(f"'{spec}': {e}") from None
 
