@@ -60,15 +60,18 @@ ALLOWED = [
     Allowed("a ratio of counts from a listing", sentence=r"costs 1\.33× the copies\s+into\s+shared\s+memory"),
     # A line the course draws, not a measurement: the decision rule's 1.20× in lesson 30, a course target.
     Allowed("a decision line or a course target", before=r"(?:\bat least|\btargets?(?: of)?|\bline(?: at)?|rule's|"
-                                                        r"every pair reaches|no shape below|≥)"),
+                                                        r"every pair reaches|median above|is not|no shape below|≥)"),
+    # The factors a lesson's checks set its ranges with, around a recorded figure (lesson 30: 0.6× to 1.5× of what its
+    # first recording measured).
+    Allowed("a range's factors", sentence=r"\brange\b.*×\s+(?:of\s+)?what\b"),
 ]
 
 # Lessons whose notebooks other work is rewriting: their hand-typed figures are that work's to mark (or move to the
 # lab notes). The count is a ceiling: it may only go down, and the rewrite takes the lesson out of this table.
-TO_BE_FIXED_BY_THE_REWRITE_OF_31_TO_34 = {"31": 7, "32": 197, "33": 69, "34": 86}
-# Lesson 04's notebook is being re-executed by other work; its 4 figures (cell 51: 94%, 1.16 TB/s, 93%, 94.5%) are
-# left for after it.
-LEFT_FOR_AFTER_RE_EXECUTION = {"04": 4}
+TO_BE_FIXED_BY_THE_REWRITE_OF_31_TO_34 = {"31": 7, "32": 26, "33": 37, "34": 35}
+# Lesson 04's notebook is being re-executed by other work; its figures in cell 51 (the sweep's 93% to 94.5% of the
+# copy) are left for after it.
+LEFT_FOR_AFTER_RE_EXECUTION = {"04": 2}
 HELD_ELSEWHERE = {**TO_BE_FIXED_BY_THE_REWRITE_OF_31_TO_34, **LEFT_FOR_AFTER_RE_EXECUTION}
 
 

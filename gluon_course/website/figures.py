@@ -15,9 +15,9 @@ committed page is stale. The language is small:
   ``>1``, ``<=0.9`` after a place keeps only those above or below the bound. Several places joined by ``,`` (no
   spaces) give their numbers in order. The NVIDIA recording by default; ``amd-mi355x@NN/key`` names another.
 - **how**: the rest of the comment, a Python format string with the fields ``v`` (the one number; an error where
-  there are several), ``{0}``, ``{1}``... (the numbers in order), ``min``, ``max``, ``n`` (how many) and
-  ``geomean``, and the first place's ``gpu``, ``date``, ``triton`` and ``torch``: ``{v:.2f}×``, ``{v:.1%}``,
-  ``{v:.0f} TFLOPS``, ``{min:.2f}–{max:.2f}×``, ``{0:.0f} against {1:.0f} TFLOPS``.
+  there are several), ``{0}``, ``{1}``... (the numbers in order), ``min``, ``max``, ``n`` (how many), ``geomean``,
+  ``quotient`` (of two numbers, the first over the second) and the first place's ``gpu``, ``date``, ``triton`` and
+  ``torch``: ``{v:.2f}×``, ``{v:.1%}``, ``{v:.0f} TFLOPS``, ``{min:.2f}–{max:.2f}×``, ``{0:.0f} against {1:.0f}``.
 
 ``hand_typed`` is the other half: it finds numbers in the same prose that equal a recorded figure at the precision
 they are written with, so that a test can fail on a figure typed by hand (``tests/test_prose_figures.py``).
@@ -102,11 +102,13 @@ def render(spec: str) -> str:
               **{name: first[name] for name in ("gpu", "date", "triton", "torch")}}
     if len(numbers) == 1:
         fields["v"] = numbers[0]
+    if len(numbers) == 2 and numbers[1]:
+        fields["quotient"] = numbers[0] / numbers[1]
     try:
         return form.format(*numbers, **fields)
     except KeyError as e:
-        raise FigureSpecError(f"'{spec}': {{{e.args[0]}}} is not a field here (v for one number; min, max, n, geomean; "
-                              f"{{0}}, {{1}}... each number in order; gpu, date)") from None
+        raise FigureSpecError(f"'{spec}': {{{e.args[0]}}} is not a field here (v for one number; min, max, n, "
+                              f"geomean, quotient; {{0}}, {{1}}... each number in order; gpu, date)") from None
     except (ValueError, IndexError, TypeError) as e:
         raise FigureSpecError(f"'{spec}': {e}") from None
 
