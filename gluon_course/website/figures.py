@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..course import lessons
 from ..grading import records
 
 # The marker: the spec in the opening comment, the rendered text (one line, never another comment) up to the closing.
@@ -69,18 +70,22 @@ def _entry(place: str) -> tuple[dict, list[str]]:
 def numbers_at(place: str) -> list[float]:
     """The recorded numbers a place names: ``31/host_cost``, ``31/host_cost:cublas_us``, ``gpu@NN/key:a:*:b``,
     ``19/over_triton_sweep:ratios>1`` (only those above 1)."""
-    place, bound = (place, None) if not (m := re.fullmatch(r"(.*?)([<>]=?)(\d+(?:\.\d+)?)", place)) else (m[1], m)
+    bound = re.fullmatch(r"(.*?)([<>]=?)(\d+(?:\.\d+)?)", place)
+    if bound:
+        place = bound[1]
     entry, path = _entry(place)
     found = _dig(entry["details"], path, place) if path else [entry["value"]]
+    members = [member for value in found for member in
+               (value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value])]
     numbers = []
-    for value in [m for v in found for m in (v.values() if isinstance(v, dict) else v if isinstance(v, list) else [v])]:
+    for value in members:
         if isinstance(value, str):      # a figure's text: "382 TFLOPS vs cuBLAS 765 TFLOPS" gives 382 and 765
             numbers += [float(n) for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.×])", value)]
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise FigureSpecError(f"{place}: not a number ({value!r})")
         else:
             numbers.append(float(value))
-    if bound is not None:
+    if bound:
         limit = float(bound[3])
         keep = {">": limit.__lt__, ">=": limit.__le__, "<": limit.__gt__, "<=": limit.__ge__}[bound[2]]
         numbers = [n for n in numbers if keep(n)]
@@ -94,9 +99,10 @@ def render(spec: str) -> str:
     places, _, form = spec.strip().partition(" ")
     if not form:
         raise FigureSpecError(f"'{spec}': a marker needs a place and a format ('31/host_cost {{v:.1f}} µs')")
-    each = [numbers_at(place) for place in places.split(",")]
-    numbers = [n for found in each for n in found]
-    first, _ = _entry(places.split(",")[0])
+    numbers = [n for place in places.split(",") for n in numbers_at(place)]
+    if not numbers:
+        raise FigureSpecError(f"'{spec}': no number there")
+    first, _ = _entry(re.sub(r"[<>]=?[\d.]+$", "", places.split(",")[0]))
     fields = {"min": min(numbers), "max": max(numbers), "n": len(numbers),
               "geomean": math.exp(sum(math.log(n) for n in numbers) / len(numbers)) if min(numbers) > 0 else None,
               **{name: first[name] for name in ("gpu", "date", "triton", "torch")}}
@@ -122,7 +128,8 @@ def rewrite(text: str) -> str:
 
 def prose_pages(root: Path) -> list[Path]:
     """The README, the book's pages and the lessons' notebooks."""
-    return [root / "README.md", *sorted((root / "book").glob("*.md")), *sorted((root / "lessons").glob("*/lesson.ipynb"))]
+    return [root / "README.md", *sorted((root / "book").glob("*.md")),
+            *sorted((root / "lessons").glob("*/lesson.ipynb"))]
 
 
 def markdown_cells(notebook_text: str) -> list[tuple[int, str]]:
@@ -161,7 +168,10 @@ def update(root: Path, write: bool) -> list[str]:
         text = path.read_text(encoding="utf-8")
         if "<!-- fig " not in text:
             continue
-        new = _rewrite_notebook(text) if path.suffix == ".ipynb" else rewrite(text)
+        try:
+            new = _rewrite_notebook(text) if path.suffix == ".ipynb" else rewrite(text)
+        except FigureSpecError as e:
+            raise FigureSpecError(f"{path.relative_to(root)}: {e}") from None
         if new != text:
             changed.append(str(path.relative_to(root)))
             if write:
@@ -349,11 +359,9 @@ def scan_text(text: str, numbers: list, file: str, cell: int | None = None, less
     return found
 
 
-def _lesson_of(path: Path, root: Path):
-    from ..course import lessons
-
-    folder = path.parent.name if path.suffix == ".ipynb" else None
-    return next((the for the in lessons().values() if the.folder == folder), None)
+def _lesson_of(path: Path):
+    """The lesson whose notebook ``path`` is."""
+    return next((the for the in lessons().values() if the.folder == path.parent.name), None)
 
 
 def hand_typed(root: Path, gpu_slug: str = records.DEFAULT_RECORDING) -> list[Written]:
@@ -368,7 +376,7 @@ def hand_typed(root: Path, gpu_slug: str = records.DEFAULT_RECORDING) -> list[Wr
         if path.suffix != ".ipynb":
             found += scan_text(text, numbers, name)
             continue
-        the = _lesson_of(path, root)
+        the = _lesson_of(path)
         if the is not None and not set(the.checks.targets) & set(records.vendor_targets(gpu_slug)):
             continue
         for index, source in markdown_cells(text):
