@@ -38,7 +38,7 @@ import numpy as np
 
 SMS = 132
 SOFTNESS = 4                 # the norm that joins the SMs' time and HBM's
-NEAR_BEST = 2.0              # the fit reads the candidates within this factor of their shape's fastest
+NEAR_BEST = 1.3              # the fit reads the candidates within this factor of their shape's fastest
 GLOBALS = ("launch_us", "unit_us", "l2_tbs", "hbm_tbs", "slice_us_per_mib", "latency_us")
 START = {"launch_us": 5.0, "unit_us": 1.5, "l2_tbs": 15.0, "hbm_tbs": 4.0, "slice_us_per_mib": 20.0,
          "latency_us": 1.0}
@@ -88,13 +88,13 @@ def work(M: int, N: int, K: int, cfg: dict, sms: int = SMS) -> dict:
     hbm = 2.0 * (M * K + N * K + M * N) + (2 * tiles * (split - 1) * BM * BN * 4 if split > 1 else 0)
     return {"tile": tile_of(cfg), "programs": programs, "rounds": _cdiv(units, programs),
             "steps": _cdiv(_cdiv(K, BK), split), "stages": cfg["STAGES"], "copied": copied,
-            "slice_mib": slice_mib, "hbm": hbm}
+            "slice_mib": slice_mib, "split": split, "hbm": hbm}
 
 
 def _arrays(works: list[dict], tile_names: list[str]) -> dict:
     index = {t: i for i, t in enumerate(tile_names)}
     cols = {k: np.array([w[k] for w in works], dtype=float) for k in ("programs", "rounds", "steps", "stages",
-                                                                       "copied", "slice_mib", "hbm")}
+                                                                       "copied", "slice_mib", "split", "hbm")}
     cols["tile"] = np.array([index[w["tile"]] for w in works])
     return cols
 
@@ -102,7 +102,9 @@ def _arrays(works: list[dict], tile_names: list[str]) -> dict:
 def _predict(g: dict, tile_us: np.ndarray, a: dict) -> np.ndarray:
     copies = a["copied"] * a["programs"] / (g["l2_tbs"] * 1e6)
     step = np.maximum(np.maximum(tile_us[a["tile"]], copies), g["latency_us"] / (a["stages"] - 1))
-    unit = g["unit_us"] + a["steps"] * step + 2 * a["slice_mib"] * g["slice_us_per_mib"]
+    # split-K: each unit stores its slice, and the tile's last unit reads the other split − 1 back: the busiest
+    # program's share is about ``split`` slices' traffic
+    unit = g["unit_us"] + a["steps"] * step + a["split"] * a["slice_mib"] * g["slice_us_per_mib"]
     sms_time, hbm_time = a["rounds"] * unit, a["hbm"] / (g["hbm_tbs"] * 1e6)
     return g["launch_us"] + (sms_time ** SOFTNESS + hbm_time ** SOFTNESS) ** (1 / SOFTNESS)
 
@@ -129,8 +131,9 @@ def _unpack(v, names):
     return dict(zip(GLOBALS, e[:len(GLOBALS)])), e[len(GLOBALS):]
 
 
-def near_best(rows, factor: float = NEAR_BEST) -> list:
-    """The rows ((M, N, K, config, µs) each) within ``factor`` of the fastest of their shape."""
+def near_best(rows, factor: float | None = None) -> list:
+    """The rows ((M, N, K, config, µs) each) within ``factor`` (NEAR_BEST) of the fastest of their shape."""
+    factor = factor or NEAR_BEST
     fastest = {}
     for M, N, K, _, us in rows:
         fastest[(M, N, K)] = min(us, fastest.get((M, N, K), us))
@@ -254,3 +257,102 @@ def leave_one_family_out(survey: dict, sms: int = SMS) -> dict:
         rows = [r[:5] for r in survey_rows(survey, [f for f in families if f != left_out])]
         out[left_out] = judge(fit(rows, sms), survey, left_out, sms)
     return out
+
+
+# -- The model in the dispatcher, and the figure that judges it ----------------------------------------------------
+
+# The family the dispatch table was tuned on (lesson 32's MODEL_SHAPES are its layers): the other families of the
+# survey are the ones the table does not list.
+TABLE_FAMILY = "llama-3-8b"
+
+
+def pick(c: Constants, M: int, N: int, K: int, sms: int = SMS) -> dict:
+    """The configuration the model ranks first among the survey's space for M × N × K (dispatch.survey_candidates)."""
+    from .dispatch import survey_candidates
+
+    ranked = rank(c, M, N, K, survey_candidates(M, N, K, sms), sms)
+    if not ranked:
+        raise UnknownTile(f"the cost model knows none of the tiles the space offers for {M}×{N}×{K}: fit it on a "
+                          "survey of this space")
+    return dict(ranked[0][1])
+
+
+def survey_path(gpu_slug: str = "nvidia-h200"):
+    from ..course import repo_root
+
+    return repo_root() / "results" / "tuning" / f"{gpu_slug}-survey.json"
+
+
+def load_survey(gpu_slug: str = "nvidia-h200") -> dict | None:
+    import json
+
+    path = survey_path(gpu_slug)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def fitted(gpu_slug: str = "nvidia-h200", leave_out: str | None = None) -> Constants | None:
+    """The model fitted on this GPU's survey (every family, or all but ``leave_out``), or None without a survey.
+    Fitting takes about a second; the answer is kept per process."""
+    key = (gpu_slug, leave_out)
+    if key not in _FITTED:
+        survey = load_survey(gpu_slug)
+        families = None if survey is None else [f for f in survey["families"] if f != leave_out]
+        _FITTED[key] = None if survey is None else fit([r[:5] for r in survey_rows(survey, families)],
+                                                        survey.get("sms", SMS))
+    return _FITTED[key]
+
+
+_FITTED: dict = {}
+
+
+def unseen_families_table(lesson, pairs: int = 3, rep_ms: int = 20, families=None) -> dict:
+    """The dispatcher on model families it was not fitted on, timed as a user calls it: for each family of the survey
+    but the table's (TABLE_FAMILY), the model fitted without that family picks each shape's configuration, and
+    ``lesson.Linear(config=pick)`` is timed against ``F.linear`` in ``pairs`` interleaved do_bench pairs (median,
+    L2 flushed, ``rep_ms`` each), after a correctness check against the fp32 reference."""
+    import torch.nn.functional as F
+    from triton.testing import do_bench
+
+    from ..measure.gemm import compare_gemm, reference, tolerance
+    from ..measure.linear import linear_inputs
+    from ..measure.timing import paired_rounds
+
+    survey = load_survey()
+    names = families or [f for f in survey["families"] if f != TABLE_FAMILY]
+    bench = lambda fn: float(do_bench(fn, warmup=5, rep=rep_ms, return_mode="median"))  # noqa: E731
+    shapes, seen = {}, set()
+    for family in names:
+        model = fitted(leave_out=family)
+        for row in survey["rows"]:
+            if row["family"] != family or (row["M"], row["N"], row["K"]) in seen:
+                continue
+            M, N, K = row["M"], row["N"], row["K"]
+            seen.add((M, N, K))
+            cfg = pick(model, M, N, K)
+            a, w, c = linear_inputs(M, N, K, seed=len(shapes))
+            f = lesson.Linear(config=cfg)
+            c.fill_(float("nan"))
+            f(a, w.t(), c)
+            problem = compare_gemm(c, reference(a, w.t()), tolerance(K, c.dtype))
+            if problem:
+                raise AssertionError(f"the configuration the model picked for {M}×{N}×{K} ({tile_of(cfg)}, split "
+                                     f"{cfg['SPLIT_K']}) is wrong: {problem}")
+            p = paired_rounds({"ours": lambda: f(a, w.t(), c)}, lambda: F.linear(a, w), pairs, bench)["ours"]
+            shapes[f"{M}x{N}x{K}"] = {"family": family, "projection": row["projection"], "ratio": round(p.ratio, 4),
+                                      "pairs": [round(r, 4) for r in p.ratios], "us": round(1e3 * p.kernel, 2),
+                                      "f_linear_us": round(1e3 * p.ceiling, 2), "pick": tile_of(cfg),
+                                      "split": cfg["SPLIT_K"]}
+            del a, w, c
+    by_family = {}
+    for s in shapes.values():
+        by_family.setdefault(s["family"], []).append(s["ratio"])
+
+    def geomean(xs):
+        return math.exp(sum(map(math.log, xs)) / len(xs))
+
+    ratios = [s["ratio"] for s in shapes.values()]
+    return {"shapes": shapes, "geomean": geomean(ratios), "worst": min(ratios),
+            "worst_shape": min(shapes, key=lambda k: shapes[k]["ratio"]),
+            "families": {f: {"geomean": round(geomean(r), 4), "worst": min(r), "shapes": len(r)}
+                         for f, r in by_family.items()},
+            "worst_family_geomean": min(geomean(r) for r in by_family.values())}
