@@ -437,6 +437,8 @@ CAUSES = [
      _unpack),
     ((ValueError,), r"operands could not be broadcast together with .*", _broadcast),
     ((ValueError,), r"could not broadcast input array from shape \(([^)]*)\) into shape \(([^)]*)\)", _broadcast_into),
+    ((ValueError,), r"non-broadcastable output operand with shape \(([^)]*)\) doesn't match the broadcast shape "
+                    r"\(([^)]*)\)", lambda m, e, **_: _broadcast_into(re.match(r"(.*)\|(.*)", f"{m.group(2)}|{m.group(1)}"), e)),
     ((ValueError,), r"cannot reshape array of size (\d+) into shape (\([^)]*\))", _reshape_np),
     ((RuntimeError,), r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
                       r"dimension (\d+)", _sizes),
