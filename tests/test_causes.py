@@ -181,14 +181,16 @@ def test_the_notebook_lab_prints_the_same_sentence_as_check(tmp_path, capsys):
     from gluon_course.grading.notebook import Lab
     from gluon_course.grading.runner import check
 
-    text = lesson("31").solution_path.read_text()
-    old = "return tuple((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0) for t in (a, b, c))"
+    old = "warps_per_cta=[warps_m, num_warps // warps_m], order=[1, 0])"
+    text = lesson("10").solution_path.read_text()
+    assert text.count(old) == 1
     path = tmp_path / "starter.py"
-    path.write_text(text.replace(old, old.replace("return tuple((", "return [(").replace("(a, b, c))", "(a, b, c)]")))
+    path.write_text(text.replace(old, old.replace("[warps_m,", "[warp_m,")))
     said = []
-    assert not check("31", path=path, figures=False, out=said.append)
-    Lab("31", module=load_module_file(path), show_header=False).machine_code()
+    assert not check("10", path=path, figures=False, out=said.append)
+    Lab("10", module=load_module_file(path), show_header=False).machine_code()
     printed = capsys.readouterr().out
     first = next(line for line in said if "✗" in line).strip()
     assert first in printed, (first, printed)
-    assert "a list where a tuple is needed" in first and "signature" in first and "TypeError" not in printed
+    assert "warp_m is not defined" in first and "did you mean warps_m?" in first and "fma_layouts" in first, first
+    assert "NameError" not in printed + "\n".join(said)
