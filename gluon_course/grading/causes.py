@@ -137,8 +137,8 @@ def _kind(type_name: str) -> str:
 
 
 def _callable_name(name: str) -> str:
-    """``DotOperandLayout.__init__`` → ``DotOperandLayout``; ``f`` → ``f``."""
-    return re.sub(r"\.__init__$|\.__call__$", "", name)
+    """``DotOperandLayout.__init__`` → ``DotOperandLayout``; ``outer.<locals>.inner`` → ``inner``."""
+    return re.sub(r"\.__init__$|\.__call__$", "", name.rsplit(".<locals>.", 1)[-1])
 
 
 def _did_you_mean(name: str, candidates) -> str:
@@ -153,10 +153,15 @@ def _module_name(dotted: str) -> str:
 
 def _none_found(m, error, **_):
     groups = m.groupdict()
-    what = ({"subscriptable": "it is indexed with [ ]", "iterable": "it is looped over or unpacked",
-             "callable": "it is called"}.get(groups.get("how") or "")
-            or (f".{groups['attr']} is read from it" if groups.get("attr") else "it is unpacked into several names"))
-    return (f"a value is None where an object was expected ({what}): a function that returns nothing? (a missing "
+    # An attribute read inside a library (Triton's ._to_ir) says nothing to a learner: named only when their code
+    # (or the course's) reads it.
+    frames = _frames(error) if error is not None else []
+    ours = bool(frames) and not _is_library(frames[-1][0].f_code.co_filename)
+    what = ({"subscriptable": " (it is indexed with [ ])", "iterable": " (it is looped over or unpacked)",
+             "callable": " (it is called)"}.get(groups.get("how") or "")
+            or (f" (.{groups['attr']} is read from it)" if groups.get("attr") and ours else "")
+            or ("" if groups.get("attr") else " (it is unpacked into several names)"))
+    return (f"a value is None where an object was expected{what}: a function that returns nothing? (a missing "
             "return, or a return inside an if that was not taken)")
 
 
@@ -239,8 +244,12 @@ def _missing(m, error, **_):
 
 
 def _too_many(m, error, **_):
-    return (f"{_callable_name(m.group(1))} is called with {m.group(3)} positional arguments but takes {m.group(2)} "
-            "(a method counts self): an extra argument, or arguments that belong to another call?")
+    name, takes, given = m.group(1), m.group(2), m.group(3)
+    if "." in name.rsplit(".<locals>.", 1)[-1] and "but" in m.group(0) and takes.isdigit():
+        takes, given = str(int(takes) - 1), str(int(given) - 1)     # Python counts a method's self in both
+    takes = "none" if takes in ("no", "0") else takes
+    return (f"{_callable_name(name)} is called with {given} argument{'s' if given != '1' else ''} but takes {takes}: "
+            "an extra argument, or arguments meant for another call?")
 
 
 def _str_index(m, error, **_):
@@ -260,6 +269,9 @@ def _attribute(m, error, **_):
         if kind == "shared_memory_descriptor":
             return "a shared-memory buffer indexed with [ ]: a ring's slot is ring.index(slot)"
         return f"{_article(kind)} indexed with [ ], which it does not take"
+    if kind in ("method", "function"):
+        return (f"a method has no attribute {attr}: the method before .{attr} is not called? (x.float().{attr}, not "
+                f"x.float.{attr})")
     obj = getattr(error, "obj", None)
     suggestion = _did_you_mean(attr, dir(obj)) if obj is not None else ""
     return (f"{_article(kind)} has no attribute {attr}: a misspelt name, or a value of another kind than the one "
@@ -409,10 +421,12 @@ CAUSES = [
     ((TypeError,), r"object of type '(\w+)' has no len\(\)", _no_len),
     ((TypeError,), r"unsupported operand type\(s\) for ([^:]+): '(\w+)' and '(\w+)'", _operands),
     ((TypeError,), r"'(\w+)' object cannot be interpreted as an integer", _not_integer),
-    ((TypeError,), r"([\w.]+)\(\) got an unexpected keyword argument '(\w+)'", _keyword),
-    ((TypeError,), r"([\w.]+)\(\) missing (\d+) required (?:positional |keyword-only )?arguments?: (.+)$", _missing),
-    ((TypeError,), r"([\w.]+)\(\) takes (?:from \d+ to )?(\d+) positional arguments? but (\d+) (?:were|was) given",
+    ((TypeError,), r"([\w.<>]+)\(\) got an unexpected keyword argument '(\w+)'", _keyword),
+    ((TypeError,), r"([\w.<>]+)\(\) missing (\d+) required (?:positional |keyword-only )?arguments?: (.+)$", _missing),
+    ((TypeError,), r"([\w.<>]+)\(\) takes (?:from \d+ to )?(\d+) positional arguments? but (\d+) (?:were|was) given",
      _too_many),
+    ((TypeError,), r"([\w.<>]+)\(\) takes (?:at most |exactly |at least )?(\d+|no) (?:positional )?arguments? \((\d+) "
+                   r"given\)", _too_many),
     ((TypeError,), r"(\w+) indices must be integers or slices, not (\w+)", _str_index),
     ((TypeError,), r"argument after \*\* must be a mapping, not (\w+)|'(\w+)' object is not a mapping",
      lambda m, e, **_: f"{_article(_kind(m.group(1) or m.group(2)))} where a dictionary is expected (spread with **"
@@ -474,9 +488,9 @@ KINDS = [
 def _key_sentence(error: KeyError) -> str:
     key = error.args[0] if error.args else None
     shown = repr(key)
-    if len(shown) > 40:
-        shown = f"a {type(key).__name__}"
-    return f"the key {shown} is not in the dictionary: a key never stored, or spelt (or built) differently"
+    what = f"the key {shown} is" if len(shown) <= 40 else f"a key (a {type(key).__name__}) is"
+    return (f"{what} not in the dictionary: a key never stored (looked up with [ ] where .get() was meant?), or "
+            "spelt (or built) differently")
 
 
 def describe(error: BaseException | None, text: str | None = None, names=()) -> tuple[str, str]:

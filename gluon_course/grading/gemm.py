@@ -107,8 +107,8 @@ def refuses(cases: dict) -> str | None:
                 return f"{what}: the {type(e).__name__} says “{text}”, without {missing}"
             continue
         except Exception as e:  # noqa: BLE001 - any other failure is the wrong one
-            return f"{what}: the launcher failed in passing ({explain(e)}) instead of refusing with a {names} that says " \
-                   "what to fix"
+            return (f"{what}: the launcher stopped on an error of another kind ({explain(e)}) instead of refusing with a "
+                    f"{names} that says what to fix")
         return f"{what}: accepted; the launcher must refuse it with a {names} that says what to fix"
     return None
 
