@@ -137,6 +137,19 @@ def test_the_courses_own_sentence_is_kept_as_written(learner):
     assert text == f"lesson 31, refuse: K = 40 is not a multiple of 16: TMA needs 16-byte rows (starter.py:{line + 1})"
 
 
+def test_a_toolkit_refusal_is_kept_as_written():
+    """A launcher's refusal from the toolkit (``gluon_course.validate``) is the course's sentence: printed as it is,
+    without its class name."""
+    from gluon_course.validate import require_power_of_two
+
+    with pytest.raises(ValueError) as caught:
+        require_power_of_two("BLOCK_M", 96)
+    assert raised_by_course(caught.value)
+    # (no line of the learner's file on the way: the test calls the toolkit directly)
+    text = explain(caught.value, "15", learner_file="starter.py")
+    assert text == f"lesson 15: {caught.value}", text
+
+
 def test_an_error_while_a_raise_builds_its_sentence_is_not_the_courses(learner):
     """``raise ValueError(f"{t.nbytes_of_rows}")`` that fails on the attribute raised an AttributeError in passing:
     told apart by the class the raise statement builds, not by the line."""

@@ -376,9 +376,20 @@ def _not_implemented_for(m, error, **_):
     return f"{m.group(1)} is not available for {m.group(2)} tensors here: another dtype (or device) is needed"
 
 
-def _incompatible(m, error, **_):
-    return (f"Triton's {m.group(1)} was handed a value of a kind it does not take: a float where it takes integers "
-            "(/ divides into a float, // into an integer), or a single value where it takes a list?")
+def _incompatible(m, error, text="", **_):
+    # nanobind lists the types it was handed ("Invoked with types: GluonOpBuilder, list, list, dict, list"): the odd
+    # one out says what was wrong.
+    handed = re.search(r"Invoked with types: (.*)", text)
+    kinds = {k.strip().rsplit(".", 1)[-1] for k in handed.group(1).split(",")} if handed else set()
+    if "float" in kinds:
+        what = "a float where it takes integers (/ divides into a float, // into an integer)"
+    elif "dict" in kinds:
+        what = "a dictionary where it takes a list"
+    elif "NoneType" in kinds:
+        what = "None where it takes a value: a function that returns nothing?"
+    else:
+        what = "a float where it takes integers (/ divides into a float), or a single value where it takes a list?"
+    return f"Triton's {m.group(1)} was handed a value of a kind it does not take: {what}"
 
 
 def _tma(m, error, **_):
@@ -503,7 +514,7 @@ def describe(error: BaseException | None, text: str | None = None, names=()) -> 
             continue
         m = re.search(pattern, message, re.M)
         if m:
-            said = sentence(m, error, names=names)
+            said = sentence(m, error, names=names, text=message)
             return said if isinstance(said, tuple) else (said, "")
     if error is None:
         return "", ""
