@@ -110,16 +110,55 @@ def test_plant_is_rejected(number, plant, tmp_path):
     assert outcome.failed, (f"{check.key} accepted the planted mistake: {plant.mistake}" if outcome.ok else
                             f"{check.key} could not decide on the planted mistake ({outcome.detail}): {plant.mistake}")
     assert outcome.detail, "a rejection must say what is wrong"
-    # The rejection is a sentence the course wrote (or a compiler message it translated), never the text of an
-    # exception Python raised in passing: 'str' object has no attribute 'get' tells a learner nothing.
-    assert outcome.raised not in INCIDENTAL, (f"{check.key} rejected the plant by an incidental {outcome.raised}, not "
-                                              f"a sentence: {outcome.detail}")
+    # What the learner reads is the course's sentence, never an exception's class name or its own text (this run is
+    # the one place every plant of every lesson passes through: the check costs nothing more).
+    raw = raw_exception_text(outcome.detail)
+    assert not raw, f"{check.key} shows the learner an exception's own text ({raw}): {outcome.detail}"
+    if plant.in_passing:
+        # The plant is there to show the sentence for an exception raised in passing: it must raise one.
+        assert outcome.raised, f"{check.key} rejected the plant without an exception: mark it in_passing=False"
+    else:
+        # The rejection is the check's own sentence (or a compiler message the course translates), not an
+        # exception Python raised on the way: that the learner reads a sentence for it does not make the check work.
+        assert outcome.raised not in INCIDENTAL, (f"{check.key} rejected the plant by an incidental {outcome.raised} "
+                                                  f"({outcome.detail}), not by its own sentence: {plant.mistake}")
 
 
 # Exceptions Python raises when code goes wrong on its own, as opposed to an error the course or Triton raises with
 # a sentence of its own (CompileFailed, NotConstexpr, the launchers' ValueErrors).
 INCIDENTAL = {"AttributeError", "NameError", "KeyError", "IndexError", "TypeError", "ZeroDivisionError",
               "UnboundLocalError", "RuntimeError"}
+
+# What an exception's own words look like: a class name, a traceback, a module path of a library, and the phrases
+# Python, numpy, torch and Triton use (gluon_course.grading.causes says each in the course's words instead).
+RAW_EXCEPTION_TEXT = [
+    r"\b[A-Z]\w*(?:Error|Exception)\b", r"Traceback", r"<class '", r"\b(?:triton|torch|numpy)\.[a-z_]+\.\w",
+    r"site-packages", r'File "', r"unhashable type", r"object has no attribute", r"is not subscriptable",
+    r"could not be broadcast", r"must match the size of tensor", r"at non-singleton dimension", r"index out of range",
+    r"must be 16-byte aligned", r"positional argument", r"unexpected keyword argument", r"values to unpack",
+    r"non-iterable", r"object is not (?:callable|iterable|a mapping)", r"incompatible function arguments",
+    r"Invoked with types", r"has no len\(\)", r"unsupported operand type", r"cannot be interpreted as an integer",
+    r"name '\w+' is not defined", r"\bc10::"]
+
+
+def raw_exception_text(text: str) -> list[str]:
+    """The patterns of RAW_EXCEPTION_TEXT that ``text`` matches (none: it reads as the course's sentence)."""
+    import re
+
+    return [pattern for pattern in RAW_EXCEPTION_TEXT if re.search(pattern, text)]
+
+
+def test_raw_exception_text_is_recognised():
+    """The plant test's filter catches what the issue saw, and lets the course's sentences through."""
+    for raw in ("lesson 31: TypeError: unhashable type: 'list'", "AssertionError: strides must be 16-byte aligned",
+                "operands could not be broadcast together with shapes (64,16) (16,64)",
+                "The size of tensor a (64) must match the size of tensor b (512) at non-singleton dimension 0",
+                "module 'triton.experimental.gluon.language' has no attribute 'arangee'"):
+        assert raw_exception_text(raw), raw
+    for sentence in ("lesson 31, gap 1 (signature): a list where a tuple is needed: a dictionary key (or a set member) "
+                     "must be hashable, and a list is not (starter.py:38)",
+                     "x_q must be a torch.float8_e4m3fn tensor of x's shape, got torch.float32"):
+        assert not raw_exception_text(sentence), sentence
 
 
 def _module_level_names(path):

@@ -236,9 +236,15 @@ class LessonChecks:
 class Plant:
     """A planted mistake: the lesson's solution with ``old`` (which occurs exactly once) replaced by ``new``,
     and the key of the check that must reject it. Plants are made from the solution text at test time, so
-    they never drift; one whose ``old`` text no longer occurs fails loudly."""
+    they never drift; one whose ``old`` text no longer occurs fails loudly.
+
+    ``in_passing``: the mistake makes Python (numpy, torch, Triton) raise an exception on its way, a list used as a
+    dictionary key, a misspelt name: the plant shows that the learner reads the course's sentence for it (the place
+    and the likely cause), not that the check itself catches the mistake. Every other plant must be rejected by the
+    check's own sentence (or a compiler message the course translates)."""
     mistake: str
     old: str
     new: str
     rejected_by: str
     gpu: bool = False
+    in_passing: bool = False

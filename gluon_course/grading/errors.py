@@ -8,14 +8,29 @@ Whatever the compiler, the launch or the import of a starter throws, ``explain``
 naming the lesson, the gap, the target and the compiler's first ``error:`` line, with a hint where the cause
 is known. The gap is found from the source line the compiler points at: the nearest ``TODO gap N`` comment
 above it in the same function (starters keep those comments), else the function's name.
+
+An exception that Python, numpy, torch or Triton raised in passing (a list used as a dictionary key, a misspelt
+name, two shapes that do not meet) is said the same way, in the course's words: the place is the innermost line of
+the learner's own file in the traceback, and the cause comes from ``CAUSES``, a table of common mistakes, with the
+facts the exception holds (a name, two shapes) and never its class or its own text:
+
+    lesson 31, gap 1 (signature): a list where a tuple is needed: a dictionary key (or a set member) must be
+    hashable, and a list is not (starter.py:38)
+
+A sentence the course wrote itself (a launcher's refusal from ``gluon_course.validate``, ``nvidia.hopper``, a
+lesson's own ``raise ValueError(...)``) is kept as it is: ``raised_by_course`` tells it apart by where it was raised,
+a ``raise`` statement of that exception in a file of the course or of the learner, never by its words.
 """
 from __future__ import annotations
 
 import ast
+import linecache
 import re
 from pathlib import Path
 
 from ..machine.compile import BackendMissing, CompileFailed
+from .causes import (KINDS, describe, learner_frame, library_sentence, raised_by_course,
+                     visible_names)
 
 # (pattern in the compiler's message, hint). The first match wins.
 HINTS = [
@@ -100,34 +115,12 @@ def translate(message: str) -> tuple[str, str]:
         m = re.search(pattern, message)
         if m:
             return m.expand(sentence), m.expand(hint) if "\\" in hint else hint
-    text = re.sub(r"'(\w+\.\w+)' op ", lambda m: f"{OPERATIONS.get(m.group(1), 'an operation')}: ", message)
-    if "unexpected keyword argument" in text:
-        return text, _keywords_hint(text)
-    return text, ""
-
-
-def _keywords_hint(message: str) -> str:
-    """The keywords the called Gluon function really takes, when the message names it."""
-    m = re.search(r"(\w+)\(\) got an unexpected keyword argument '(\w+)'", message)
-    if not m:
-        return ""
-    import inspect
-
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia import ampere, blackwell, hopper
-    from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
-
-    for module in (hopper, gl, tma, mbarrier, ampere, ampere.async_copy, blackwell):
-        fn = getattr(module, m.group(1), None)
-        if fn is None:
-            continue
-        try:
-            names = [p.name for p in inspect.signature(fn).parameters.values()
-                     if not p.name.startswith("_") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-        except (TypeError, ValueError):
-            return ""
-        return f"{m.group(1)} takes {', '.join(names)}; there is no {m.group(2)!r}"
-    return ""
+    # A Python error met while the front end ran the kernel's code (a misspelt name, a keyword a Gluon function does
+    # not take, None where a layout belongs): the same sentence as on the host (``describe``).
+    said, hint = describe(None, text=message)
+    if said:
+        return said, hint
+    return re.sub(r"'(\w+\.\w+)' op ", lambda m: f"{OPERATIONS.get(m.group(1), 'an operation')}: ", message), ""
 
 
 def hint_for(message: str) -> str:
@@ -138,26 +131,32 @@ def hint_for(message: str) -> str:
 
 
 def _function_and_gap(path: Path, line: int) -> tuple[str, int | None]:
-    """The function that holds ``line`` in ``path``, and the gap number of the nearest ``TODO gap N`` comment
-    above the line inside that function (None if there is none)."""
+    """The function that holds ``line`` in ``path`` (``Plan.launch`` for a method), and the gap number of the nearest
+    ``TODO gap N`` comment above the line inside that function (None if there is none)."""
     try:
         text = path.read_text()
         tree = ast.parse(text)
     except (OSError, SyntaxError):
         return "", None
-    best = None
+    best, owner = None, {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.lineno <= line <= (node.end_lineno or node.lineno):
+        if isinstance(node, ast.ClassDef):
+            for child in node.body:
+                owner[child] = node.name
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.lineno <= line <= (node.end_lineno or node.lineno):
             if best is None or node.lineno > best.lineno:
                 best = node
     if best is None:
         return "", None
+    name = f"{owner[best]}.{best.name}" if best in owner else best.name
     lines = text.splitlines()
     for number in range(line, best.lineno - 1, -1):
         m = re.search(r"TODO gap (\d+)", lines[number - 1]) if number - 1 < len(lines) else None
         if m:
-            return best.name, int(m.group(1))
-    return best.name, None
+            return name, int(m.group(1))
+    return name, None
 
 
 def where(location: str) -> tuple[str, str]:
@@ -185,9 +184,10 @@ def _is_out_of_resources(error: BaseException) -> bool:
     return isinstance(error, OutOfResources)
 
 
-def explain(error: BaseException, lesson: str | None = None) -> str:
+def explain(error: BaseException, lesson: str | None = None, learner_file=None) -> str:
     """One or two lines for a learner. Errors that are the course's own (a bug, not a mistake) are not
-    passed here; callers catch only what a lesson module can cause."""
+    passed here; callers catch only what a lesson module can cause. ``learner_file``: the learner's module's file,
+    whose innermost line in the traceback names the place (the gap, the function, the line)."""
     head = f"lesson {lesson}" if lesson else ""
     if isinstance(error, CompileFailed):
         if "not yet implemented" in error.message:
@@ -202,15 +202,34 @@ def explain(error: BaseException, lesson: str | None = None) -> str:
         return (f"{head + ': ' if head else ''}the kernel asks for {error.required} bytes of {error.name} per "
                 f"program, and this GPU has {error.limit}: shrink STAGES, BLOCK_K or BLOCK_N (the check "
                 "config_fits says this on the CPU)")
-    if isinstance(error, NotImplementedError):
-        return str(error) or f"{head}: not yet implemented"
+    if isinstance(error, NotImplementedError) and not describe(None, text=str(error))[0]:
+        return str(error) or f"{head}: not yet implemented"     # a starter's open gap
     if isinstance(error, SyntaxError):
         file = Path(error.filename or "").name or "the file"
         return (f"{head + ': ' if head else ''}{file} line {error.lineno}: {error.msg} — Python cannot read the "
                 "file, so nothing in it was checked")
     if isinstance(error, BackendMissing):
         return str(error)
-    text = str(error).strip().splitlines()
-    message = text[-1] if text else type(error).__name__
-    hint = hint_for(str(error))
-    return (f"{head + ': ' if head else ''}{type(error).__name__}: {message}" + (f"\n  hint: {hint}" if hint else ""))
+    place = learner_frame(error, learner_file)
+    label, at = ("", "")
+    if place is not None:
+        function, gap = _function_and_gap(Path(place[0]), place[1])
+        label = f"gap {gap} ({function})" if gap else (function or "")
+        at = f"{Path(place[0]).name}:{place[1]}"
+    parts = ", ".join(p for p in (head, label) if p)
+    hint = ""
+    if raised_by_course(error, learner_file):
+        # The course's (or the learner's) own sentence: as written, all of it.
+        said = error.args[0] if isinstance(error, KeyError) and error.args else error   # str(KeyError) is a repr
+        message = " ".join(_unwrap(str(said)).split())
+        hint = hint_for(str(error))
+    else:
+        message, hint = describe(error, names=visible_names(error))
+        if isinstance(error, AssertionError) and message == dict(KINDS)[AssertionError]:
+            message = library_sentence(error) or message
+        if message in dict(KINDS).values() and place is not None:
+            code = linecache.getline(place[0], place[1]).strip()
+            if code:
+                message = f"{message}, in `{code[:100]}`"
+    text = (f"{parts}: " if parts else "") + message + (f" ({at})" if at else "")
+    return text + (f"\n  hint: {hint}" if hint else "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .checks import CourseTarget, Expectation, Reference
+from .errors import explain
 
 # The run the GEMM lessons' ranges were drawn from: every figure measured in one process on an idle GPU
 # (tools/gpu/figures.py), the code as committed then. The recordings in results/ come after it.
@@ -106,7 +107,8 @@ def refuses(cases: dict) -> str | None:
                 return f"{what}: the {type(e).__name__} says “{text}”, without {missing}"
             continue
         except Exception as e:  # noqa: BLE001 - any other failure is the wrong one
-            return f"{what}: raised {type(e).__name__} ({e}); expected a {names} that says what to fix"
+            return (f"{what}: the launcher stopped on an error of another kind ({explain(e)}) instead of refusing with a "
+                    f"{names} that says what to fix")
         return f"{what}: accepted; the launcher must refuse it with a {names} that says what to fix"
     return None
 
@@ -204,8 +206,8 @@ def empty_operands(mod, dtype: str = "bf16", b_layout: str = "row") -> str | Non
             out = mod.matmul(a, b, c)
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - any refusal is the wrong answer here
-            return (f"{M}×{N}×{K}: raised {type(e).__name__} ({str(e)[:120]}); an empty product should return what "
-                    "torch.matmul returns: an empty C, or zeros when K = 0")
+            return (f"{M}×{N}×{K}: {explain(e)}; an empty product should return what torch.matmul returns: an "
+                    "empty C, or zeros when K = 0")
         if out is None or tuple(out.shape) != (M, N) or not bool((out == 0).all()):
             return f"{M}×{N}×{K}: C is not what torch.matmul returns (zeros when K = 0, empty when M or N is 0)"
     return None

@@ -72,7 +72,7 @@ def run_check(check: Check, module, number: str | None = None) -> Outcome:
     try:
         problem = check.run(module)
     except LEARNER_ERRORS as e:  # noqa: PERF203 - one check at a time
-        return Outcome(check.key, check.title, False, explain(e, number), raised=type(e).__name__)
+        return Outcome(check.key, check.title, False, explain(e, number, _file_of(module)), raised=type(e).__name__)
     if check.gpu:
         free_cache()
     if isinstance(problem, Passed):
@@ -83,6 +83,12 @@ def run_check(check: Check, module, number: str | None = None) -> Outcome:
         raise TypeError(f"check {check.key!r} returned {problem!r}: a check returns None, Passed, NotChecked or a "
                         "sentence")
     return Outcome(check.key, check.title, problem is None, problem or "")
+
+
+def _file_of(module):
+    """The file of a lesson module (a learner's starter, a planted mistake, the solution): where ``explain`` looks for
+    the learner's line in a traceback."""
+    return getattr(module, "__file__", None)
 
 
 def shown_once(outcome: Outcome, said: list) -> str:
@@ -102,7 +108,8 @@ def measure_figure(figure: Figure, module, number: str | None = None) -> FigureO
         m = figure.measure(module)
     except LEARNER_ERRORS as e:
         free_cache()
-        return FigureOutcome(figure.key, figure.title, float("nan"), explain(e, number), "✗ not measured", None,
+        return FigureOutcome(figure.key, figure.title, float("nan"), explain(e, number, _file_of(module)),
+                             "✗ not measured", None,
                              ok=False)
     free_cache()
     verdict = figure.expect.verdict(m.value)
@@ -127,7 +134,8 @@ def check(number: str | int, path: str | Path | None = None, solution: bool = Fa
         module, shown = _load(the.number, path, solution)
     except LEARNER_ERRORS as e:
         out(f"Lesson {the.number} · {the.title}")
-        out(f"✗ {explain(e, the.number)}")
+        file = the.solution_path if solution else Path(path) if path else the.starter_path
+        out(f"✗ {explain(e, the.number, file)}")
         out("0 passed, 1 failed")
         return False
     out(f"Lesson {the.number} · {the.title} · checking {_relative(shown)}")

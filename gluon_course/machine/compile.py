@@ -72,11 +72,19 @@ def _captured_stderr():
 
 
 def _frontend_location(error, source) -> str:
-    """``file:line`` of a front-end (Python AST) compilation error: its line counts from the kernel's ``def``."""
+    """``file:line`` of a front-end (Python AST) compilation error: its line counts from the ``def`` of the function
+    whose source it holds (the kernel's, or a ``@gluon.jit`` function it calls, found among the kernel's globals)."""
     line = getattr(getattr(error, "node", None), "lineno", None)
     fn = getattr(getattr(source, "fn", None), "fn", None)
     if fn is None or line is None:
         return ""
+    src = getattr(error, "src", None)
+    if src is not None and getattr(source.fn, "src", None) != src:
+        callee = next((value for value in list(fn.__globals__.values())
+                       if isinstance(getattr(value, "src", None), str) and value.src == src and hasattr(value, "fn")),
+                      None)
+        if callee is not None:
+            fn = callee.fn
     try:
         import inspect
 
@@ -701,7 +709,10 @@ def source_signature(kernel, signature: dict, constexprs: dict, aligned) -> tupl
         elif name in signature:
             full_signature[name] = signature[name]
         else:
-            raise TypeError(f"{kernel.__name__}: give a type for {name!r} in signature= or a value in constexprs=")
+            # Said for a learner too: a configuration (CONFIG) without one of the kernel's compile-time values ends here.
+            raise TypeError(f"nothing gives {kernel.__name__}'s parameter {name!r} a value: the configuration the "
+                            f"kernel is compiled with (CONFIG, or the launcher's constexprs) lacks {name!r} (a "
+                            "misspelt or missing key?), or, for a run-time argument, signature= lacks its type")
     attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in aligned}
     return full_signature, dict(constexprs), attrs
 
@@ -807,6 +818,10 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
             if getattr(walk, "error_message", None):
                 inner = walk
         message = getattr(inner, "error_message", None) or str(e).strip().splitlines()[-1]
+        # The front end reports a Python error met in the kernel's code by its repr, NameError('x is not defined'):
+        # the sentence is what is inside.
+        unwrapped = re.match(r'^\w+(?:Error|Exception)\((["\'])(.*)\1\)$', message.strip(), re.S)
+        message = unwrapped.group(2) if unwrapped else message
         if directory and target in AMD_TARGETS:
             _store_failure(directory, key, message, str(e))
         raise CompileFailed(name, target, message, str(e), location=_frontend_location(inner, source)) from None

@@ -165,8 +165,9 @@ def unmodelled(error: BaseException) -> ModelUnsupported | None:
         if path.startswith(_LIBRARIES):
             continue
         code = linecache.getline(filename, lineno).strip()
+        # No exception's class name here: the learner reads this line ("not checked here: ...").
         return ModelUnsupported(f"what line {lineno} of {os.path.basename(filename)} does (`{code}`): run as Python "
-                                f"it raised {type(error).__name__}, where the compiled kernel runs")
+                                "here it stops with an error (whether the kernel compiles, the compile checks say)")
     return None
 
 

@@ -668,9 +668,11 @@ def _quantized(quantize, x, what: str, **kwargs):
         said = watch.failure and _no_broadcast(what, tuple(x.shape), kwargs.get("per_row", False), watch.failure,
                                                where)
         args = ", ".join(["x"] + [f"{k}=" + ("scale" if k == "scale" else repr(v)) for k, v in kwargs.items()])
+        from ..grading.causes import describe, visible_names
+
+        cause = describe(e, names=visible_names(e))[0]          # the likely cause, in the course's words
         return None, None, said or (f"{what}: quantize({args}) stopped at {where} before returning x_q and its "
-                                    f"scale, on an x of {x.shape[0]} × {x.shape[1]} fp32 values: run it on a small "
-                                    "tensor to see why")
+                                    f"scale, on an x of {x.shape[0]} × {x.shape[1]} fp32 values: {cause}")
     if not (isinstance(out, tuple) and len(out) == 2):
         return None, None, f"{what}: quantize must return (x_q, scale), two values; it returned {type(out).__name__}"
     return out, watch, None

@@ -97,4 +97,10 @@ PLANTS = [
     Plant("lanes across and down swapped, seen in RTX 50's (sm_120) machine code: other loads and registers",
           "threads_per_warp=[lanes_m, LANES_N]", "threads_per_warp=[LANES_N, lanes_m]",
           rejected_by="fma_sm_120", gpu=False),
+    # ---- an exception raised in passing: the learner reads the course's sentence (the place, the likely cause) ----
+    Plant("DotOperandLayout given a keyword it does not take (operand= for operand_index=): Python stops in "
+          "fma_layouts, and the learner reads the keyword, the gap, and the keywords the layout takes",
+          "a_layout = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=0)",
+          "a_layout = gl.DotOperandLayout(operand=0, parent=acc_layout, k_width=0)",
+          rejected_by="fma_sm_90", in_passing=True),
 ]

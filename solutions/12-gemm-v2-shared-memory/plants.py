@@ -36,4 +36,12 @@ PLANTS = [
     Plant("the vector sized for float32 (4 elements), seen in an A100's (sm_80) machine code: 8-byte accesses",
           "    vector = VECTOR_BYTES // element_bytes", "    vector = 4",
           rejected_by="staged_sm_80", gpu=False),
+    # ---- an exception raised in passing: the learner reads the course's sentence (the place, the likely cause) ----
+    Plant("coalesced_layout builds its layout but does not return it: the caller gets None, and the learner reads "
+          "that a function returned nothing (a missing return?)",
+          "    return gl.BlockedLayout(size_per_thread=[1, vector], threads_per_warp=[32 // lanes_along_row, "
+          "lanes_along_row],",
+          "    layout = gl.BlockedLayout(size_per_thread=[1, vector], threads_per_warp=[32 // lanes_along_row, "
+          "lanes_along_row],",
+          rejected_by="coalesced_layout_vectors", in_passing=True),
 ]

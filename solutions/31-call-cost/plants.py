@@ -73,4 +73,9 @@ PLANTS = [
           "the first A's memory",
           "found = self.descriptors.get(key)\n", "found = next(iter(self.descriptors.values()), None)\n",
           rejected_by="correct_kept", gpu=True),
+    # ---- an exception raised in passing: the learner reads the course's sentence (the place, the likely cause) ----
+    Plant("the signature reads t.data_ptr without calling it: Python cannot take a method modulo 16, and the learner "
+          "reads that a method is used in arithmetic without its ( ), in gap 1 (signature)",
+          "t.data_ptr() % 16 == 0) for t in (a, b, c))", "t.data_ptr % 16 == 0) for t in (a, b, c))",
+          rejected_by="plans", in_passing=True),
 ]

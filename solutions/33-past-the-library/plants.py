@@ -113,4 +113,9 @@ PLANTS = [
           "            acc, _, _ = warpgroup_mma_wait(1, deps=(acc, a_ring.index(slot), b))\n"
           "            release_slot(",
           rejected_by="correct_tma_shapes", gpu=True),
+    # ---- an exception raised in passing: the learner reads the course's sentence (the place, the likely cause) ----
+    Plant("cluster_layouts uses cluster.bit_length without calling it: the learner reads that a method is used in "
+          "arithmetic without its ( ), in cluster_layouts' gap",
+          "range(cluster.bit_length() - 1)", "range(cluster.bit_length - 1)",
+          rejected_by="cluster_sm_90", in_passing=True),
 ]

@@ -78,4 +78,10 @@ PLANTS = [
           "acc = warpgroup_mma(a_ring.index(slot), w, acc, is_async=True)",
           "acc = warpgroup_mma(a_ring.index(slot), w, acc, is_async=True, use_acc=False)",
           rejected_by="correct_fp8_shapes", gpu=True),
+    # ---- the quantizer's check says the likely cause of an exception quantize raised on its way ----
+    Plant("the e4m3 dtype misspelt (torch.float8_e4m3): quantize stops at the conversion, and the check names the "
+          "line and the name torch has (float8_e4m3fn), not the exception's text",
+          "x_q = scaled.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)",
+          "x_q = scaled.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3)",
+          rejected_by="quantizer"),
 ]
