@@ -1,7 +1,7 @@
 # Gluon, from memcpy to GEMM: build the website, run the tests, grade lessons.
 #
 #   make book              build the website into _build/html (open _build/html/index.html);
-#                          make book REPOSITORY=owner/name gives the lesson pages Colab and Binder buttons
+#                          make book REPOSITORY=owner/name: Colab and Binder buttons, a link to the repository
 #   make test              every test: tests/ (the book build and browser check included) + notebooks under nbval
 #   make check-02          grade your lessons/02-*/starter.py   (same as: make check LESSON=02)
 #   make starters          regenerate every lessons/NN-slug/starter.py from its solution

@@ -1,13 +1,19 @@
 """The course website: it builds with no warning, loads nothing from other hosts, every internal link resolves, every
 lesson page has its download button (and its Colab and Binder buttons when the build is given the repository, from
-the one setting GLUON_COURSE_REPOSITORY: the config is built both ways), and every page renders in a real (headless) browser with networking cut off:
-no console error, no request to another host, every image loaded, every formula typeset, every table within the page
-at 1280 px; each lesson page shows its title, plots and results; and the site's search finds a GEMM lesson's term.
+the one setting GLUON_COURSE_REPOSITORY: the config is built both ways), the repository's button, footer link and
+clone command appear exactly when the build is given the repository (a small build of the setup page, both ways), and
+every page renders in a real (headless) browser with networking cut off: no console error, no request to another
+host, every image loaded, every formula typeset, every table within the page at 1280 px; at 1280 and at 390 px (a
+phone) no output or code box hides what does not fit in it (printed output wraps, code and tables scroll inside their
+box) and no figure's text is shrunk below a readable size unless a click opens the figure at full size; each lesson
+page shows its title, plots and results; and the site's search finds a GEMM lesson's term.
 
 The browser part needs Chromium and its driver (Debian: `apt-get install chromium chromium-driver`;
 `.ci/run` installs them). Without them these tests are skipped with a one-line notice, unless
 GLUON_COURSE_REQUIRE_BROWSER=1 is set (CI sets it), which turns the skip into a failure. GLUON_COURSE_CHROMIUM / GLUON_COURSE_CHROMEDRIVER point at other
-binaries. A screenshot of every lesson page, and of the home, results and support pages, lands in _build/screenshots/.
+binaries. A screenshot of every lesson page, and whole-page screenshots of the home, results and support pages at
+1280 px, land in _build/screenshots/; GLUON_COURSE_SCREENSHOTS=<folder> puts them there instead, with whole-page
+screenshots of lessons 01, 19 and 32 and of all six pages at 390 px (a phone) besides.
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-SCREENSHOTS = ROOT / "_build" / "screenshots"
+SCREENSHOTS = Path(os.environ.get("GLUON_COURSE_SCREENSHOTS") or ROOT / "_build" / "screenshots")
 CHROMIUM = os.environ.get("GLUON_COURSE_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("GLUON_COURSE_CHROMEDRIVER", "/usr/bin/chromedriver")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -252,6 +258,107 @@ def test_lesson_page_has_its_download_button_and_launch_buttons_only_with_a_repo
     assert all(((book_html / page).parent / h).resolve().exists() for h in downloads), f"{page}: {downloads} missing"
 
 
+# ---- (a'') the repository on every page, when the build is given it ---------------------------------------------
+def _repository_on(html: str, owner_name: str) -> dict:
+    """Where a page names the repository ``owner_name``: the theme's button at the top, the footer's link."""
+    url = f"https://github.com/{owner_name}"
+    return {"button": re.search(rf'<a href="{re.escape(url)}"[^>]*\n?\s*class="[^"]*btn-source-repository-button',
+                                html) is not None,
+            "footer": f'<p class="course-repository">The course\'s repository: <a href="{url}">' in html}
+
+
+_CLONE = re.compile(r"git clone (.+?) gluon-course")
+
+
+def _clone_command(setup_html: str) -> str:
+    import html as entities
+
+    found = _CLONE.search(entities.unescape(re.sub(r"<[^>]+>", "", setup_html)))
+    assert found, "book/setup has no `git clone … gluon-course` command"
+    return found.group(1)
+
+
+def test_the_site_names_the_repository_exactly_when_the_build_is_given_it(book_html):
+    """The site the tests built: without GLUON_COURSE_REPOSITORY (the default) no page has a repository button or
+    footer link and the clone command keeps its placeholder; with it, every page has both and the command its
+    address."""
+    ext = _launch_buttons()
+    owner_name = ext.repository(os.environ.get(ext.REPOSITORY))
+    wrong = []
+    for page in PAGES:
+        html = (book_html / f"{page}.html").read_text(encoding="utf-8")
+        if owner_name is None:
+            if "btn-source-repository-button" in html or "course-repository" in html:
+                wrong.append(f"{page}: names a repository though the build was given none")
+        elif _repository_on(html, owner_name) != {"button": True, "footer": True}:
+            wrong.append(f"{page}: {_repository_on(html, owner_name)}")
+    assert not wrong, "\n".join(wrong)
+    clone = _clone_command((book_html / "book" / "setup.html").read_text(encoding="utf-8"))
+    if owner_name is None:
+        assert clone == ext.CLONE_PLACEHOLDER
+    else:
+        assert clone == f"https://github.com/{owner_name}.git"
+
+
+def _small_site(tmp_path: Path, monkeypatch, repository: str | None) -> Path:
+    """book/setup.md and a home page, built by Sphinx with the site's theme, theme options and repository extension
+    (book/_ext/launch_buttons.py), GLUON_COURSE_REPOSITORY set to ``repository`` or unset; returns the HTML folder.
+    A few seconds, where a second build of the whole site would take minutes."""
+    import io
+    import shutil
+
+    from jupyter_book.config import get_final_config
+    from sphinx.application import Sphinx
+
+    site_config, _ = get_final_config(user_yaml=ROOT / "_config.yml", cli_config={"latex_individualpages": False},
+                                      sourcedir=ROOT, use_external_toc=False)
+    source = tmp_path / "source"
+    (source / "book").mkdir(parents=True)
+    shutil.copy(ROOT / "book" / "setup.md", source / "book" / "setup.md")
+    (source / "index.md").write_text("# Home\n\n```{toctree}\nbook/setup\n```\n")
+    ext = _launch_buttons()
+    for name in (ext.REPOSITORY, ext.BRANCH):
+        monkeypatch.delenv(name, raising=False)
+    if repository is not None:
+        monkeypatch.setenv(ext.REPOSITORY, repository)
+    monkeypatch.syspath_prepend(str(ROOT / "book" / "_ext"))
+    app = Sphinx(str(source), None, str(tmp_path / "html"), str(tmp_path / "doctrees"), "html",
+                 confoverrides={"extensions": ["myst_parser", "launch_buttons"], "html_theme": "sphinx_book_theme",
+                                "html_theme_options": site_config["html_theme_options"],
+                                "myst_enable_extensions": ["colon_fence"], "html_title": "test"},
+                 status=None, warning=io.StringIO(), freshenv=True)
+    app.build()
+    return tmp_path / "html"
+
+
+@pytest.mark.parametrize("repository", [None, "my-org/gluon-course"])
+def test_the_repository_setting_puts_the_repository_on_every_page(tmp_path, monkeypatch, repository):
+    """Built both ways: with the setting, each page has the repository's button and footer link and book/setup's
+    clone command names it; without it, none of them, and the command keeps its placeholder (no link to follow)."""
+    html = _small_site(tmp_path, monkeypatch, repository)
+    for page in ("index.html", "book/setup.html"):
+        text = (html / page).read_text(encoding="utf-8")
+        found = _repository_on(text, repository or "my-org/gluon-course")
+        assert found == ({"button": True, "footer": True} if repository else {"button": False, "footer": False}), \
+            (page, found)
+        assert ("github.com/my-org" in text) == bool(repository), page
+        assert ("btn-source-repository-button" in text) == bool(repository), page
+    clone = _clone_command((html / "book" / "setup.html").read_text(encoding="utf-8"))
+    assert clone == (f"https://github.com/{repository}.git" if repository else _launch_buttons().CLONE_PLACEHOLDER)
+
+
+def test_the_setup_page_keeps_the_placeholders_the_extension_fills_in():
+    """book/setup.md's clone command is what launch_buttons.py replaces: a page that lost it would say nothing of the
+    repository (the build warns too)."""
+    ext = _launch_buttons()
+    text = (ROOT / "book" / "setup.md").read_text(encoding="utf-8")
+    assert f"git clone {ext.CLONE_PLACEHOLDER} gluon-course" in text
+    filled = ext.fill_in(text, "my-org/gluon-course")
+    assert "git clone https://github.com/my-org/gluon-course.git gluon-course" in filled
+    assert not any(placeholder in filled for placeholder in ext.PLACEHOLDERS)
+    assert ext.fill_in(text, None) == text
+
+
 # ---- (b) the browser ----------------------------------------------------------------------------------
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
@@ -422,46 +529,208 @@ return Array.from(document.querySelectorAll("main table")).map((table) => {
 }).filter((t) => t.width > t.room + 1);"""
 
 
+# What a reader cannot see. Every hint and folded output is opened first (a closed one shows nothing to measure).
+# * A notebook's printed output wraps: no line of it is wider than its box (a verdict, a notice, a diff's line end).
+# * Any box of text (output, code, table, formula) whose content is wider than the box: the first box around it that
+#   does not let its content spill over must scroll it (overflow auto or scroll) and be one of those boxes; a box that
+#   hides what does not fit (overflow hidden or clip) cuts it off; content that spills over may not pass the right
+#   edge of the page's column of text (where the theme's containers, or the screen, end).
+_CUT_OFF = """
+document.querySelectorAll("details").forEach((d) => { d.open = true; });
+document.querySelectorAll(".toggle-hidden").forEach((e) => e.classList.remove("toggle-hidden"));
+const BOXES = "pre, div.highlight, .cell_input, .cell_output, div.output, table, .pst-scrollable-table-container, " +
+              ".math, mjx-container";
+const name = (el) => el.tagName.toLowerCase() + (typeof el.className === "string" && el.className.trim() ?
+                     "." + el.className.trim().split(/\\s+/).join(".") : "");
+const text = (el) => el.textContent.trim().replace(/\\s+/g, " ").slice(0, 70);
+const shown = (el) => el.getClientRects().length > 0;
+const main = document.querySelector("main") || document.body;
+const column = (document.querySelector("article.bd-article") || main).getBoundingClientRect();
+const problems = [];
+for (const pre of main.querySelectorAll(".cell_output pre, div.output pre")) {
+  if (shown(pre) && pre.scrollWidth > pre.clientWidth + 1)
+    problems.push(`printed output does not wrap: a line is ${pre.scrollWidth} px wide in a ${pre.clientWidth} px box ` +
+                  `(${name(pre)}: "${text(pre)}")`);
+}
+for (const box of main.querySelectorAll(BOXES)) {
+  if (!shown(box) || box.scrollWidth <= box.clientWidth + 1) continue;
+  let holder = box;
+  while (holder && holder !== document.documentElement && getComputedStyle(holder).overflowX === "visible")
+    holder = holder.parentElement;
+  const how = holder && holder !== document.documentElement ? getComputedStyle(holder).overflowX : "the page";
+  if ((how === "auto" || how === "scroll") && holder.matches(BOXES)) continue;
+  let what = `cut off by ${name(holder)} (overflow ${how})`;
+  if (how !== "hidden" && how !== "clip") {
+    const right = box.getBoundingClientRect().left + box.scrollWidth;
+    if (right <= Math.min(column.right, document.documentElement.clientWidth) + 1) continue;
+    what = `running ${Math.round(right - column.right)} px past the column of text`;
+  }
+  problems.push(`${box.scrollWidth} px of content in a ${box.clientWidth} px ${name(box)}, ${what}: "${text(box)}"`);
+}
+return problems;"""
+
+# Every picture in the page's text: its file, its drawn and shown widths, and the link around it.
+_PICTURES = """
+return Array.from((document.querySelector("main") || document.body).querySelectorAll("img"))
+  .filter((img) => img.getClientRects().length > 0 && img.naturalWidth > 0)
+  .map((img) => { const a = img.closest("a[href]");
+                  return {src: img.currentSrc || img.src, natural: img.naturalWidth,
+                          shown: img.getBoundingClientRect().width, link: a ? a.href : null}; });"""
+
+READABLE_PX = 7.0       # text less than 7 CSS pixels high is not read, only guessed at
+SMALLEST_TEXT_PT = 7.0  # the smallest text a chart of the course is assumed to draw (matplotlib points, 1/72 inch)
+# The pictures drawn for the website's pages (book/images, by `python -m gluon_course tables`): drawn for the column of
+# text at 1280 px, they must be readable there without a click.
+DRAWN_FOR_THE_SITE = {path.name for path in (ROOT / "book" / "images").glob("*.png")}
+
+
+@functools.lru_cache(maxsize=None)
+def _dpi(path: Path) -> float:
+    """The pixels per inch a PNG says it was drawn at (matplotlib writes it; 100, matplotlib's default, if absent)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return float((image.info.get("dpi") or (100.0, 100.0))[0])
+
+
+def _picture_problems(browser, book_html: Path, page: str, width: int) -> list[str]:
+    """Figures whose smallest text would show below READABLE_PX: each must be a link to its own file (a click opens
+    it at full size), and a picture drawn for the site must be readable at 1280 px without one."""
+    from urllib.parse import unquote, urlsplit
+
+    problems = []
+    for picture in browser.execute_script(_PICTURES):
+        path = book_html / unquote(urlsplit(picture["src"]).path).lstrip("/")
+        if not path.is_file():
+            continue                                  # a picture that did not load: reported by the page's own test
+        smallest = SMALLEST_TEXT_PT / 72 * _dpi(path) * picture["shown"] / picture["natural"]
+        if smallest >= READABLE_PX:
+            continue
+        where = (f"{page} at {width} px: {path.name} ({picture['natural']} px drawn, shown {picture['shown']:.0f} px: "
+                 f"{SMALLEST_TEXT_PT:g} pt text at {smallest:.1f} px)")
+        if picture["link"] != picture["src"]:
+            problems.append(f"{where} is not a link to its own file, so it cannot be opened at full size "
+                            f"(link: {picture['link']})")
+        elif width == 1280 and path.name in DRAWN_FOR_THE_SITE:
+            problems.append(f"{where}: drawn for the website (book/images), it must be readable without a click")
+    return problems
+
+
+def _layout_problems(browser, book_html: Path, page: str, width: int) -> list[str]:
+    return ([f"{page} at {width} px: {p}" for p in browser.execute_script(_CUT_OFF)]
+            + _picture_problems(browser, book_html, page, width))
+
+
+PHONE = 390     # CSS pixels: the width of a phone held upright
+
+
 @pytest.mark.browser
-def test_every_page_loads_offline(browser, site_url):
+def test_every_page_loads_offline(browser, site_url, book_html):
     """Every page of the table of contents: loads from the site alone, with no console error, its images present, its
-    formulas typeset, and every table within the width of the text at 1280 px."""
+    formulas typeset and every table within the width of the text at 1280 px; and at 1280 px and at a phone's width,
+    390 px, nothing cut off in its output, code and table boxes (printed output wraps, a wide table or line of code
+    scrolls inside its box), and no figure too small to read that does not open at full size when clicked."""
     problems = []
     assert browser.execute_script("return window.innerWidth") == 1280, "the browser window is not 1280 px wide"
-    for page in PAGES:
-        requested = _open(browser, f"{site_url}/{page}.html")
-        if _not_local(requested):
-            problems.append(f"{page}: requests to other hosts {_not_local(requested)}")
-        if not browser.execute_script("return document.querySelector('main h1, article h1') !== null"):
-            problems.append(f"{page}: no heading (did the page load? title {browser.title!r})")
-        images = _images(browser)
-        problems += [f"{page}: image did not load: {img['src'][-80:]}" for img in images if img["width"] <= 0]
-        source = ROOT / f"{page}.md"
-        pictures = len(re.findall(r"!\[[^\]]*\]\(", source.read_text(encoding="utf-8"))) if source.exists() else 0
-        if sum(img["width"] > 0 for img in images) < pictures:
-            problems.append(f"{page}: its source has {pictures} pictures, the page shows "
-                            f"{sum(img['width'] > 0 for img in images)}")
-        problems += [f"{page}: a table is {t['width']} px wide in {t['room']} px ({t['head']!r})"
-                     for t in browser.execute_script(_OVERFLOWING_TABLES)]
-        problems += [f"{page}: console: {m}" for m in _severe_console_messages(browser)]
-        _check_math(browser, page)
-        if page in SCREENSHOT_PAGES:
-            _screenshot(browser, page.replace("/", "-"))
+    width = 1280
+    try:
+        for page in PAGES:
+            requested = _open(browser, f"{site_url}/{page}.html")
+            if _not_local(requested):
+                problems.append(f"{page}: requests to other hosts {_not_local(requested)}")
+            if not browser.execute_script("return document.querySelector('main h1, article h1') !== null"):
+                problems.append(f"{page}: no heading (did the page load? title {browser.title!r})")
+            images = _images(browser)
+            problems += [f"{page}: image did not load: {img['src'][-80:]}" for img in images if img["width"] <= 0]
+            source = ROOT / f"{page}.md"
+            pictures = len(re.findall(r"!\[[^\]]*\]\(", source.read_text(encoding="utf-8"))) if source.exists() else 0
+            if sum(img["width"] > 0 for img in images) < pictures:
+                problems.append(f"{page}: its source has {pictures} pictures, the page shows "
+                                f"{sum(img['width'] > 0 for img in images)}")
+            problems += [f"{page}: console: {m}" for m in _severe_console_messages(browser)]
+            _check_math(browser, page)
+            for shot in _screenshot_widths(page):
+                _screenshot(browser, page, shot)
+            # The page at the width it was loaded at, then narrowed or widened to the other one: a window that
+            # changes width lays the page out again, as a phone's browser does (the next page loads at that width).
+            for width in (width, PHONE if width == 1280 else 1280):
+                _resize(browser, width)
+                if width == 1280:
+                    problems += [f"{page}: a table is {t['width']} px wide in {t['room']} px ({t['head']!r})"
+                                 for t in browser.execute_script(_OVERFLOWING_TABLES)]
+                problems += _layout_problems(browser, book_html, page, width)
+    finally:
+        _resize(browser, 1280)
     assert not problems, "\n".join(problems)
 
 
-# Whole-page screenshots of the pages worth looking at when the site changes (lesson pages are shot by their test).
+@pytest.mark.browser
+def test_a_figure_opens_at_full_size_when_clicked(browser, site_url):
+    """The results page's first chart: a click on it shows the PNG alone, at the size it was drawn."""
+    _open(browser, f"{site_url}/book/results.html")
+    picture = browser.execute_script(_PICTURES)[0]
+    browser.execute_script("document.querySelector('main img').closest('a').click();")
+    browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const check = () => document.readyState === "complete" && document.contentType.startsWith("image/")
+                            ? done() : setTimeout(check, 50);
+        check();""")
+    opened = browser.execute_script("return {url: location.href, type: document.contentType, "
+                                    "width: document.images.length ? document.images[0].naturalWidth : 0};")
+    assert opened == {"url": picture["src"], "type": "image/png", "width": picture["natural"]}, opened
+
+
+# Whole-page screenshots of the pages worth looking at when the site changes, at 1280 px (every lesson page is also
+# shot, its first screen at 1280 px, by its own test). A whole page is slow to shoot (a lesson is 16 000 px high):
+# only when GLUON_COURSE_SCREENSHOTS names a folder for them are three lesson pages added, and every page shot at
+# 390 px too.
 SCREENSHOT_PAGES = ("book/intro", "book/results", "book/support")
+ASKED_FOR_SCREENSHOTS = SCREENSHOT_PAGES + ("lessons/01-scalar-memcpy/lesson", "lessons/19-gemm-v9-epilogue/lesson",
+                                            "lessons/32-model-shapes/lesson")
 
 
-def _screenshot(browser, name: str) -> None:
+def _screenshot_widths(page: str) -> tuple[int, ...]:
+    if os.environ.get("GLUON_COURSE_SCREENSHOTS"):
+        return (1280, PHONE) if page in ASKED_FOR_SCREENSHOTS else ()
+    return (1280,) if page in SCREENSHOT_PAGES else ()
+
+
+_NO_TRANSITIONS = """
+if (!document.getElementById("test-no-transitions")) {
+  const style = document.createElement("style");
+  style.id = "test-no-transitions";
+  style.textContent = "*, *::before, *::after { transition: none !important; animation: none !important; }";
+  document.head.appendChild(style);
+}"""
+
+
+def _resize(browser, width: int, height: int = 1600) -> None:
+    """The window at ``width`` × ``height``, once the page inside has been laid out at that width. The theme animates
+    its sidebars in and out when the width crosses its breakpoints: animations are switched off first, so that what is
+    measured or shot is the page as it settles, not a frame of the slide."""
+    browser.execute_script(_NO_TRANSITIONS)
+    browser.set_window_size(width, height)
+    browser.execute_async_script("""
+        const [width, done] = [arguments[0], arguments[arguments.length - 1]];
+        const started = Date.now();
+        (function wait() {
+          if (window.innerWidth === width || Date.now() - started > 10000) done();
+          else setTimeout(wait, 20);
+        })();""", width)
+    assert browser.execute_script("return window.innerWidth") == width, f"the window did not become {width} px wide"
+
+
+def _screenshot(browser, page: str, width: int) -> None:
+    """The whole page (up to 16 000 px high) at ``width``, as <page>-<width>.png; the window back as it was."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    was = browser.execute_script("return window.innerWidth")
+    _resize(browser, width)
     height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(1280, min(height, 16000))
+    _resize(browser, width, min(height, 16000))
     try:
-        browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+        browser.save_screenshot(str(SCREENSHOTS / f"{page.replace('/', '-')}-{width}.png"))
     finally:
-        browser.set_window_size(1280, 1600)
+        _resize(browser, was)
 
 
 # The search page fills its list of results from the site's own index (searchindex.js), in the browser.

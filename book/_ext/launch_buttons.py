@@ -8,7 +8,10 @@ with no launch buttons (and no warning). Given the repository, as ``owner/name``
 
 every lesson page gets a **Colab** button (``colab.research.google.com/github/owner/name/blob/BRANCH/<page>.ipynb``)
 and a **Binder** button (``mybinder.org/v2/gh/owner/name/BRANCH``), both opening the page's notebook from the
-repository; ``GLUON_COURSE_BRANCH`` names the branch (default ``main``). Loaded by ``_config.yml``
+repository; ``GLUON_COURSE_BRANCH`` names the branch (default ``main``). Every page also gets the theme's repository
+button (the GitHub mark at the top of the page) and a link to the repository in its footer, and book/setup.md's
+commands name it: ``git clone <the course's repository>`` becomes ``git clone https://github.com/owner/name.git``.
+Without the setting none of these appears, and the commands keep their placeholders. Loaded by ``_config.yml``
 (``sphinx.local_extensions``); book/setup.md and the README say how to publish with the buttons.
 """
 from __future__ import annotations
@@ -38,14 +41,43 @@ def repository(value: str | None) -> str | None:
     return value
 
 
+def url(owner_name: str) -> str:
+    return f"https://github.com/{owner_name}"
+
+
+def footer_link(owner_name: str) -> str:
+    """The footer's line that links the repository (HTML: the theme writes ``extra_footer`` as it is)."""
+    return (f'<p class="course-repository">The course\'s repository: '
+            f'<a href="{url(owner_name)}">github.com/{owner_name}</a></p>')
+
+
 def theme_options(options: dict, owner_name: str | None, branch: str | None = None) -> dict:
-    """``options`` (the ``html_theme_options`` Jupyter Book made from ``_config.yml``) with the repository and the
-    Colab and Binder buttons of ``owner_name`` (on ``branch``, default main); ``options`` unchanged without one."""
+    """``options`` (the ``html_theme_options`` Jupyter Book made from ``_config.yml``) with the repository, its
+    button and footer link, and the Colab and Binder buttons of ``owner_name`` (on ``branch``, default main);
+    ``options`` unchanged without one."""
     if owner_name is None:
         return options
     launch = {**(options.get("launch_buttons") or {}), "colab_url": COLAB_URL, "binderhub_url": BINDERHUB_URL}
-    return {**options, "launch_buttons": launch, "repository_url": f"https://github.com/{owner_name}",
-            "repository_branch": (branch or "").strip() or "main", "path_to_docs": ""}
+    footer = str(options.get("extra_footer") or "").strip()
+    return {**options, "launch_buttons": launch, "repository_url": url(owner_name),
+            "repository_branch": (branch or "").strip() or "main", "path_to_docs": "",
+            "use_repository_button": True,
+            "extra_footer": (f"<p>{footer}</p>" if footer else "") + footer_link(owner_name)}
+
+
+# The placeholders of book/setup.md that the repository's address replaces (the page reads as it is without one).
+SETUP_PAGE = "book/setup"
+CLONE_PLACEHOLDER = "<the course's repository>"
+PLACEHOLDERS = {CLONE_PLACEHOLDER: "{url}.git", "https://github.com/<owner>/<repository>": "{url}"}
+
+
+def fill_in(text: str, owner_name: str | None) -> str:
+    """``text`` (book/setup.md) with the repository's address in place of each placeholder; unchanged without one."""
+    if owner_name is None:
+        return text
+    for placeholder, value in PLACEHOLDERS.items():
+        text = text.replace(placeholder, value.format(url=url(owner_name)))
+    return text
 
 
 def _config_inited(app, config) -> None:
@@ -59,6 +91,23 @@ def _config_inited(app, config) -> None:
                                               os.environ.get(BRANCH))
 
 
+def _source_read(app, docname: str, source: list[str]) -> None:
+    """book/setup.md's commands with the repository's address (when the build has one)."""
+    if docname != SETUP_PAGE:
+        return
+    owner_name = repository(os.environ.get(REPOSITORY))
+    if owner_name is None:
+        return
+    if CLONE_PLACEHOLDER not in source[0]:
+        from sphinx.util import logging
+
+        logging.getLogger(__name__).warning(
+            "%s.md has no %r to fill in with the repository's address (book/_ext/launch_buttons.py looks for it)",
+            SETUP_PAGE, CLONE_PLACEHOLDER)
+    source[0] = fill_in(source[0], owner_name)
+
+
 def setup(app):
     app.connect("config-inited", _config_inited)
+    app.connect("source-read", _source_read)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

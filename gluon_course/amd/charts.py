@@ -7,7 +7,8 @@ typed-in numbers:
   what it keeps busy (MFMA, LDS read, copy into LDS, wait, barrier, AGPR move, spill). Where the reads sit against
   the MFMAs (lesson 25) or how the copies cluster (lesson 28) is seen at a glance.
 * ``register_chart``: arch VGPRs and AGPRs per lane of each version against the 512 a lane has (lessons 26-27).
-* ``xcd_map``: a grid of tiles of C coloured by the XCD that computes each, under an order (lesson 29).
+* ``xcd_map``: a grid of tiles of C coloured by the XCD that computes each, under an order, XCD 0's tiles outlined,
+  with a key of the XCDs' colours (lesson 29).
 * ``step_chart``, ``lesson_step_chart``: the time model's steady trip of the K loop as lanes over time (the wave's issue
   slot and its waits, the MFMA pipe, the LDS, the vector memory path), version under version (lessons 20-29);
   ``time_chart``: the model's share of the MFMA peak per version beside AMD's figure.
@@ -95,20 +96,24 @@ def vendor_chart(ax, labels: list[str]):
             continue
         base = VENDOR[version][1]
         ax.plot([base * 100], [y], "o", color="#D62728")
-        ax.text(base * 100 - 2, y + 0.28, f"{base:.0%}", fontsize=7, color="#D62728", ha="right")
+        ax.text(base * 100, y + 0.22, f"{base:.0%}", fontsize=7, color="#D62728", ha="center", va="bottom")
         variants = VENDOR_VARIANTS.get(version, ())
         if variants:
             config, _, best = max(variants, key=lambda v: v[2])
             ax.plot([best * 100], [y], "o", markerfacecolor="white", markeredgecolor="#D62728")
             ax.plot([base * 100, best * 100], [y, y], color="#D62728", linewidth=0.6, linestyle=":")
-            ax.text(best * 100 + 2, y + 0.28, f"{best:.0%} +{config}", fontsize=6, color="#D62728")
+            # The best figure above its dot, the tools it needs under the row, ending at the dot: the panel stays
+            # narrow, and every label is as large as the chart's smallest (7 pt).
+            ax.text(best * 100, y + 0.22, f"{best:.0%}", fontsize=7, color="#D62728", ha="center", va="bottom")
+            ax.text(best * 100 + 3, y - 0.22, f"+{config}", fontsize=7, color="#D62728", ha="right", va="top")
     ax.set_yticks(range(len(rows)), [""] * len(rows))
-    ax.set_ylim(-0.5, len(rows) - 0.5)
-    ax.set_xlim(0, 175)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_xlim(0, 110)
     ax.set_xticks([0, 25, 50, 75, 100])
+    ax.tick_params(axis="x", labelsize=8)
     ax.set_xlabel("MFMA busy, % (AMD's traces)", fontsize=8)
-    ax.set_title("AMD's figures, not ours: MI355, their Triton\n(gfx950-gluon-tutorials chart @04322ed8)\n"
-                 "filled: base; hollow: best, needs their tools", fontsize=7)
+    ax.set_title("AMD's figures, not ours:\nMI355, their Triton (chart of\ngfx950-gluon-tutorials @04322ed8)\n"
+                 "filled: base; hollow: best,\nwhich needs their tools", fontsize=7)
 
 
 def mix_table(rows: dict[str, dict]) -> list[list]:
@@ -184,28 +189,38 @@ def register_chart(budgets: dict, title: str, limit: int = 512):
 
 
 def xcd_map(orders: dict, num_pid_m: int, num_pid_n: int, title: str, xcds: int = 8):
-    """Side by side, one panel per order (``{"row-major": fn, ...}``, each ``fn(pid, num_pid_m, num_pid_n)``): the
-    grid of tiles of C, each tile coloured by the XCD of the workgroup that computes it (round robin dispatch)."""
+    """One panel per order (``{"row-major": fn, ...}``, each ``fn(pid, num_pid_m, num_pid_n)``), two to a row: the
+    grid of tiles of C, each tile coloured by the XCD of the workgroup that computes it (round robin dispatch), XCD 0's
+    tiles outlined, and above each panel the strips of A and B that XCD 0 reads. A key of the XCDs' colours below."""
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.patches import Patch, Rectangle
 
     from ..model import xcd
 
-    fig, axes = plt.subplots(1, len(orders), figsize=(3.6 * len(orders), 3.9))
-    axes = np.atleast_1d(axes)
+    columns = min(2, len(orders))
+    rows_of_panels = -(-len(orders) // columns)
+    fig, axes = plt.subplots(rows_of_panels, columns, figsize=(3.9 * columns + 0.4, 4.2 * rows_of_panels + 1.0),
+                             squeeze=False, layout="constrained")
     cmap = plt.get_cmap("tab10", xcds)
-    for ax, (name, fn) in zip(axes, orders.items()):
+    for ax, (name, fn) in zip(axes.flat, orders.items()):
         rows, cols = xcd.workgroup_tiles(fn, num_pid_m, num_pid_n)
         grid = np.full((num_pid_m, num_pid_n), -1)
         grid[rows, cols] = xcd.xcd_of(len(rows), xcds)
         ax.imshow(grid, cmap=cmap, vmin=-0.5, vmax=xcds - 0.5)
+        for i, j in zip(*np.nonzero(grid == 0)):
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=0.9))
         strips = [s for s in xcd.xcd_strips(rows, cols, xcd.CUS_PER_XCD["gfx950"], xcds) if s.xcd == 0]
         first = strips[0]
-        ax.set_title(f"{name}\nXCD 0: {first.a_strips} rows of A + {first.b_strips} columns of B", fontsize=9)
+        ax.set_title(f"{name}\nXCD 0: {first.a_strips} rows of A + {first.b_strips} columns of B", fontsize=10)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    for ax in list(axes.flat)[len(orders):]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=11)
+    key = [Patch(facecolor=cmap(x), label=f"XCD {x}") for x in range(xcds)]
+    key.append(Patch(facecolor="white", edgecolor="black", linewidth=0.9, label="XCD 0's tiles"))
+    fig.legend(handles=key, loc="outside lower center", ncol=(xcds + 2) // 2, fontsize=9, frameon=False)
     return fig
 
 
@@ -342,8 +357,10 @@ def time_chart(rows: dict, title: str, ax=None):
     ax.set_yticks(range(len(labels)), labels, fontsize=9)
     ax.set_xlim(0, 130)
     ax.set_xticks([0, 25, 50, 75, 100])
-    ax.set_xlabel("share of the MFMA peak, %\nbars: the time model on Triton 3.9.0's listing, gfx950 fp16 · dots: AMD's "
-                  "MFMA efficiency, MI355, their Triton · band: ±20% of AMD's", fontsize=8)
+    # One line per mark: the caption stays inside the figure's width (one line of it ran past the right edge).
+    ax.set_xlabel("share of the MFMA peak, %\nbars: the time model on Triton 3.9.0's listing, gfx950 fp16\n"
+                  f"dots: AMD's MFMA efficiency, MI355, their Triton · band: ±{TARGET:.0%} of AMD's figure",
+                  fontsize=8)
     ax.set_title(title, fontsize=10)
     if fig is not None:
         fig.tight_layout()

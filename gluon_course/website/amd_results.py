@@ -15,6 +15,9 @@ IMAGE = "images/amd-gfx950-instruction-mix.png"      # under book/
 TIME_IMAGE = "images/amd-gfx950-time-model.png"      # under book/
 RECORD = amd.time_model.RECORD                       # the time model's figure of every AMD version, and its sweep
 WHAT_IF = (500, 2000)                                 # other memory round trips the page shows the model at
+# How the charts are drawn, the last part of each PNG's description: a new layout (same numbers) changes it, so that
+# `python -m gluon_course tables` redraws the charts and its test sees a chart drawn the old way as stale.
+DRAWING = "layout 2: 9 inches wide or less, text 7 pt or more"
 
 
 def _description(rows: dict) -> str:
@@ -23,22 +26,36 @@ def _description(rows: dict) -> str:
     text = "; ".join(f"{label}: " + ", ".join(f"{k} {v}" for k, v in mix.items() if v) for label, mix in rows.items())
     vendor = "; ".join(f"v{v}: {eff}" + "".join(f", {c} {e}" for c, _, e in amd.VENDOR_VARIANTS.get(v, ()))
                        for v, (_, eff) in sorted(amd.VENDOR.items()))
-    return (text + " | vendor MFMA efficiency: " + vendor).replace("→", "->").replace("×", "x")
+    return (text + " | vendor MFMA efficiency: " + vendor + " | " + DRAWING).replace("→", "->").replace("×", "x")
+
+
+# The website's column of text is 676 to 688 pixels wide at a 1280-pixel window: a chart drawn WIDTH inches wide shows
+# there at 75 pixels per inch or more, so that its smallest text (7 pt) is at least 7 pixels high without a zoom
+# (tests/test_book.py checks it). A click opens it at full size (book/_ext/full_size_figures.py).
+WIDTH = 9.0
 
 
 def draw(path: Path, rows: dict) -> None:
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 0.55 * len(rows) + 2.2), sharey=False,
-                                      gridspec_kw={"width_ratios": [3.2, 1.4]})
-    amd.mix_chart(rows, "The K loop of each AMD GEMM version, gfx950 fp16 (Triton 3.9.0, compiled on a CPU)",
-                       ax=left)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 0.58 * len(rows) + 2.9), sharey=False,
+                                      gridspec_kw={"width_ratios": [3.0, 1.25]})
+    amd.mix_chart(rows, "The K loop of each AMD GEMM version,\ngfx950 fp16 (Triton 3.9.0, compiled on a CPU)",
+                  ax=left)
+    left.tick_params(axis="y", labelsize=8)
+    left.tick_params(axis="x", labelsize=8)
+    left.set_xlabel(textwrap.fill(left.get_xlabel(), 55), fontsize=8)
+    # The categories' key under both panels, in the figure's own width (mix_chart puts it under its axes).
+    handles, names = left.get_legend_handles_labels()
+    left.get_legend().remove()
+    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
     amd.vendor_chart(right, list(rows))
-    fig.tight_layout()
-    fig.set_dpi(150)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, metadata={"Description": _description(rows), "Software": None})
     plt.close(fig)
@@ -129,7 +146,7 @@ def record(rows: dict, sweep: dict | None = None) -> dict:
 def _time_description(rows: dict) -> str:
     text = "; ".join(f"{label}: model {c.predicted:.4f}, AMD {c.vendor:.4f}, ratio {c.ratio:.3f}"
                      for label, (_, _, c, _, _) in rows.items())
-    return text.replace("→", "->").replace("×", "x").replace("±", "+-")
+    return (text + " | " + DRAWING).replace("→", "->").replace("×", "x").replace("±", "+-")
 
 
 def draw_time(path: Path, rows: dict) -> None:
