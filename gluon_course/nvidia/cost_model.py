@@ -308,7 +308,7 @@ _FITTED: dict = {}
 def unseen_families_table(lesson, pairs: int = 3, rep_ms: int = 20, families=None) -> dict:
     """The dispatcher on model families it was not fitted on, timed as a user calls it: for each family of the survey
     but the table's (TABLE_FAMILY), the model fitted without that family picks each shape's configuration, and
-    ``lesson.Linear(config=pick)`` is timed against ``F.linear`` in ``pairs`` interleaved do_bench pairs (median,
+    ``lesson.Linear(table=...)`` (the dispatcher with that model and no entries) is timed against ``F.linear`` in ``pairs`` interleaved do_bench pairs (median,
     L2 flushed, ``rep_ms`` each), after a correctness check against the fp32 reference."""
     import torch.nn.functional as F
     from triton.testing import do_bench
@@ -317,20 +317,24 @@ def unseen_families_table(lesson, pairs: int = 3, rep_ms: int = 20, families=Non
     from ..measure.linear import linear_inputs
     from ..measure.timing import paired_rounds
 
+    from .dispatch import DispatchTable
+
     survey = load_survey()
     names = families or [f for f in survey["families"] if f != TABLE_FAMILY]
     bench = lambda fn: float(do_bench(fn, warmup=5, rep=rep_ms, return_mode="median"))  # noqa: E731
     shapes, seen = {}, set()
     for family in names:
-        model = fitted(leave_out=family)
+        # The dispatcher as a user reaches it (Linear(table=...)), its model fitted without this family, and no table
+        # entries: every shape of the family is one the table does not list.
+        table = DispatchTable(model=fitted(leave_out=family))
         for row in survey["rows"]:
             if row["family"] != family or (row["M"], row["N"], row["K"]) in seen:
                 continue
             M, N, K = row["M"], row["N"], row["K"]
             seen.add((M, N, K))
-            cfg = pick(model, M, N, K)
+            cfg = table.config(M, N, K, False)
             a, w, c = linear_inputs(M, N, K, seed=len(shapes))
-            f = lesson.Linear(config=cfg)
+            f = lesson.Linear(table=table)
             c.fill_(float("nan"))
             f(a, w.t(), c)
             problem = compare_gemm(c, reference(a, w.t()), tolerance(K, c.dtype))

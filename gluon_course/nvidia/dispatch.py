@@ -97,6 +97,7 @@ class DispatchTable:
     entries: dict = field(default_factory=dict)        # (M, N, K, "nk" | "kn") -> config
     provenance: dict = field(default_factory=dict)
     sms: int = SMS
+    model: object = None                               # cost_model.Constants: ranks the space for unlisted shapes
 
     @classmethod
     def load(cls, path: str | Path) -> "DispatchTable":
@@ -122,6 +123,12 @@ class DispatchTable:
         found = self.entries.get((M, N, K, b))
         if found is not None:
             return dict(found)
+        if self.model is not None and M > 0 and N > 0 and K > 0:
+            # A shape the table lacks: the cost model ranks the survey's space for it (cost_model.pick). Without a
+            # fitted model (no survey on this GPU), the two rules below.
+            from .cost_model import pick
+
+            return {**BASE, **pick(self.model, M, N, K, self.sms)}
         same = [m for (m, n, k, bb) in self.entries if (n, k, bb) == (N, K, b)]
         if same and M > 0:
             nearest = min(same, key=lambda m: (abs(math.log2(m) - math.log2(M)), -m))
@@ -315,11 +322,16 @@ def table_path(gpu_slug: str = TUNED_ON) -> Path:
 
 def table_for(gpu_slug: str | None) -> DispatchTable:
     """The table tuned on this GPU model if the course has one, else the H200's (tuned there: on another GPU of the
-    class it still picks valid configurations, which the tuning command can re-tune), else no table (the rule)."""
+    class it still picks valid configurations, which the tuning command can re-tune), else no table (the rule); with
+    the cost model fitted on the same GPU's survey for the shapes the table lacks, where that GPU has a survey."""
+    from .cost_model import fitted
+
     for slug in ((gpu_slug,) if gpu_slug else ()) + (TUNED_ON,):
         path = table_path(slug)
         if path.exists():
-            return DispatchTable.load(path)
+            table = DispatchTable.load(path)
+            table.model = fitted(slug)
+            return table
     return DispatchTable()
 
 

@@ -534,6 +534,27 @@ BLOCK_GRAPH_WHY = ("torch's block over the swapped block, each captured once in 
                    "no host between the kernels; L2 kept between replays); details: each do_bench time over its graph "
                    "time, and each of the seven linear layers alone, do_bench and graph, both ways")
 
+def unseen_measure(mod):
+    """The dispatcher on the survey's families other than the table's, each judged with the cost model fitted
+    without it (nvidia.cost_model.unseen_families_table)."""
+    from gluon_course.measure.timing import Measurement
+    from gluon_course.nvidia.cost_model import unseen_families_table
+
+    t = unseen_families_table(mod)
+    worst_family = min(t["families"], key=lambda f: t["families"][f]["geomean"])
+    return Measurement(t["geomean"], f"geomean {t['geomean']:.3f}× F.linear over {len(t['shapes'])} shapes of "
+                                     f"{len(t['families'])} families, worst {t['worst']:.2f}× ({t['worst_shape']}), "
+                                     f"lowest family {worst_family} {t['families'][worst_family]['geomean']:.3f}×",
+                       {k: v for k, v in t.items()})
+
+
+UNSEEN_WHY = ("the dispatcher (no table entry: the cost model ranks the survey's space) on every layer of each model "
+              "family of results/tuning/<gpu>-survey.json but the table's own, at M = 1, 16, 128, 1024 and 4096, "
+              "the model fitted on the other families' timings only; against F.linear in 3 interleaved do_bench "
+              "pairs a shape (rep 20 ms), the geometric mean over all those shapes. The range is wide: another "
+              "Hopper GPU reads the H200's survey")
+
+
 CHECKS = LessonChecks(
     targets=("sm_90",),
     teaches="the shapes a model runs: split-K (the slices added in a fixed order by the last unit to arrive: "
@@ -589,6 +610,10 @@ CHECKS = LessonChecks(
                            "autotuned over measure.plain_triton.LINEAR_CONFIGS, 3 interleaved pairs per shape; the "
                            "lowest of the 31 shapes' ratios", unit="× plain Triton (worst shape)",
                            target=CourseTarget(1.0, None, "faster than plain Triton on every shape"))),
+        Figure("unseen_families", "6 families the table lacks, geomean", unseen_measure,
+               Expectation(0.8, 1.5, "F.linear", UNSEEN_WHY, unit="× F.linear (geomean)",
+                           target=CourseTarget(1.0, None, "geomean ≥ 1.00× F.linear on the families left out, no "
+                                               "shape below 0.85×"))),
         Figure("decode_roofline", "decode (M ≤ 16), lowest share of roofline", roofline_measure,
                Expectation(0.4, 1.1, "copy", "W's bytes over the kernel's time with L2 emptied before each call "
                            "by reading another buffer (measure.timing.cold_kernel_ms; do_bench's overwrite would "
