@@ -128,7 +128,7 @@ class DispatchTable:
             # fitted model (no survey on this GPU), the two rules below.
             from .cost_model import pick
 
-            return {**BASE, **pick(self.model, M, N, K, self.sms)}
+            return {**BASE, **pick(self.model, M, N, K, survey_candidates(M, N, K, self.sms), self.sms)}
         same = [m for (m, n, k, bb) in self.entries if (n, k, bb) == (N, K, b)]
         if same and M > 0:
             nearest = min(same, key=lambda m: (abs(math.log2(m) - math.log2(M)), -m))
@@ -395,3 +395,62 @@ def survey_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
                             found.append({**BASE, "BLOCK_M": rows, "BLOCK_N": narrow, "BLOCK_K": block_k,
                                           "STAGES": stages, "num_warps": 4, "SPLIT_K": split, "SWAP_AB": True})
     return found
+
+
+# -- The figure that judges the dispatcher on families it was not fitted on (lesson 32) --------------------------------
+
+def unseen_families_table(lesson, pairs: int = 3, rep_ms: int = 20, families=None) -> dict:
+    """The dispatcher on model families it was not fitted on, timed as a user calls it: for each family of the survey
+    but the table's (TABLE_FAMILY), the model fitted without that family picks each shape's configuration, and
+    ``lesson.Linear(table=...)`` (the dispatcher with that model and no entries) is timed against ``F.linear`` in ``pairs`` interleaved do_bench pairs (median,
+    L2 flushed, ``rep_ms`` each), after a correctness check against the fp32 reference."""
+    import torch.nn.functional as F
+    from triton.testing import do_bench
+
+    from ..measure.gemm import compare_gemm, reference, tolerance
+    from ..measure.linear import linear_inputs
+    from ..measure.timing import paired_rounds
+
+    from .cost_model import TABLE_FAMILY, fitted, load_survey, tile_of
+
+    survey = load_survey()
+    names = families or [f for f in survey["families"] if f != TABLE_FAMILY]
+    bench = lambda fn: float(do_bench(fn, warmup=5, rep=rep_ms, return_mode="median"))  # noqa: E731
+    shapes, seen = {}, set()
+    for family in names:
+        # The dispatcher as a user reaches it (Linear(table=...)), its model fitted without this family, and no table
+        # entries: every shape of the family is one the table does not list.
+        table = DispatchTable(model=fitted(leave_out=family))
+        for row in survey["rows"]:
+            if row["family"] != family or (row["M"], row["N"], row["K"]) in seen:
+                continue
+            M, N, K = row["M"], row["N"], row["K"]
+            seen.add((M, N, K))
+            cfg = table.config(M, N, K, False)
+            a, w, c = linear_inputs(M, N, K, seed=len(shapes))
+            f = lesson.Linear(table=table)
+            c.fill_(float("nan"))
+            f(a, w.t(), c)
+            problem = compare_gemm(c, reference(a, w.t()), tolerance(K, c.dtype))
+            if problem:
+                raise AssertionError(f"the configuration the model picked for {M}×{N}×{K} ({tile_of(cfg)}, split "
+                                     f"{cfg['SPLIT_K']}) is wrong: {problem}")
+            p = paired_rounds({"ours": lambda: f(a, w.t(), c)}, lambda: F.linear(a, w), pairs, bench)["ours"]
+            shapes[f"{M}x{N}x{K}"] = {"family": family, "projection": row["projection"], "ratio": round(p.ratio, 4),
+                                      "pairs": [round(r, 4) for r in p.ratios], "us": round(1e3 * p.kernel, 2),
+                                      "f_linear_us": round(1e3 * p.ceiling, 2), "pick": tile_of(cfg),
+                                      "split": cfg["SPLIT_K"]}
+            del a, w, c
+    by_family = {}
+    for s in shapes.values():
+        by_family.setdefault(s["family"], []).append(s["ratio"])
+
+    def geomean(xs):
+        return math.exp(sum(map(math.log, xs)) / len(xs))
+
+    ratios = [s["ratio"] for s in shapes.values()]
+    return {"shapes": shapes, "geomean": geomean(ratios), "worst": min(ratios),
+            "worst_shape": min(shapes, key=lambda k: shapes[k]["ratio"]),
+            "families": {f: {"geomean": round(geomean(r), 4), "worst": min(r), "shapes": len(r)}
+                         for f, r in by_family.items()},
+            "worst_family_geomean": min(geomean(r) for r in by_family.values())}

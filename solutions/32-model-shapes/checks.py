@@ -536,9 +536,9 @@ BLOCK_GRAPH_WHY = ("torch's block over the swapped block, each captured once in 
 
 def unseen_measure(mod):
     """The dispatcher on the survey's families other than the table's, each judged with the cost model fitted
-    without it (nvidia.cost_model.unseen_families_table)."""
+    without it (nvidia.dispatch.unseen_families_table)."""
     from gluon_course.measure.timing import Measurement
-    from gluon_course.nvidia.cost_model import unseen_families_table
+    from gluon_course.nvidia.dispatch import unseen_families_table
 
     t = unseen_families_table(mod)
     worst_family = min(t["families"], key=lambda f: t["families"][f]["geomean"])
