@@ -64,6 +64,42 @@ def host_model(mod):
     return None
 
 
+# Split-K's slices, added by the unit that arrives last at the tile's counter, must give the same bits whichever unit
+# that is. Each path that adds slices, K in 3 of them (two give the same bits in either order: a + b = b + a in fp32,
+# but (a + b) + c need not equal a + (b + c)), one program a unit, C in fp32: 392 = 7 K steps of 64, slices of 2, 2
+# and 3 steps; one tile of C (the wide tile's second strip holds columns 64 to 95 of the 96).
+SPLIT_ORDER = {"a tile, K split 3 ways": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3, "SPLIT_K": 3},
+                                          (17, 40, 392)),
+               "swap-AB, K split 3 ways": ({"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3, "SPLIT_K": 3,
+                                            "SWAP_AB": True}, (17, 40, 392)),
+               "a wide tile (64 + 32 columns), K split 3 ways": ({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_N2": 32,
+                                                                  "num_warps": 4, "STAGES": 3, "SPLIT_K": 3},
+                                                                 (17, 96, 392))}
+
+
+def split_order(mod):
+    """Each split path in the host model, its units run in the toolkit's program orders (model.gemm.PROGRAM_ORDERS:
+    the last to arrive at the tile is its last slice's unit, then its first): C's fp32 bits the same in every order."""
+    from gluon_course.grading import NotChecked
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import gemm as model_gemm
+
+    for what, (overrides, shape) in SPLIT_ORDER.items():
+        cfg = {**mod.CONFIG, **overrides}
+        constexprs = mod.kernel_args(cfg, cfg["SWAP_AB"], False)
+
+        def launch(order, cfg=cfg, constexprs=constexprs):
+            return model_gemm.linear_launch(mod.linear_kernel, constexprs, cfg["SPLIT_K"], cfg["SWAP_AB"],
+                                            programs=None, num_warps=cfg["num_warps"], order=order, c_dtype="fp32")
+        try:
+            problem = model_gemm.same_bits_in_any_order(launch, [shape], b_layout="col")
+        except ModelUnsupported as e:
+            return NotChecked(f"the host model does not model {e}")
+        if problem:
+            return f"{what}, B as w.t(): {problem}"
+    return None
+
+
 def _compiled(mod, overrides, b_kn=False, dtype="bf16"):
     from triton.experimental.gluon import language as gl
 
@@ -197,10 +233,9 @@ STREAMK_PATHS = {"stream-K, every tile": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_wa
 # Odd M from 1 up (8193 scaled down to what the model runs), N and K multiples of 8.
 STREAMK_PROBLEMS = ((1, 72, 520), (17, 136, 392), (129, 264, 200), (300, 40, 136), (513, 24, 72))
 # 17 × 136 × 392 on 9 programs: 3 tiles of 7 K steps, 21 steps, 2 or 3 per program: tile 0 is shared by 3 programs,
-# the least for which the order of additions can change a sum's bits (a + b and b + a are the same in fp32).
+# the least for which the order of additions can change a sum's bits (a + b and b + a are the same in fp32). The
+# programs run in the toolkit's orders (model.gemm.PROGRAM_ORDERS), as split-K's units do (split_order).
 DETERMINISM = ((17, 136, 392), 9)
-ORDERS = {"first to last": None, "last to first": lambda n: list(range(n))[::-1],
-          "odd ones first": lambda n: list(range(1, n, 2)) + list(range(0, n, 2))}
 
 
 def _streamk_launch(mod, cfg, b_layout, programs, order=None, c_dtype=None):
@@ -238,7 +273,8 @@ def streamk_host_model(mod):
             cfg = {**mod.CONFIG, **overrides}
             for b_layout in ("col", "row"):
                 for order in ("first to last", "last to first"):
-                    problem = model_gemm.check(_streamk_launch(mod, cfg, b_layout, programs, ORDERS[order]),
+                    problem = model_gemm.check(_streamk_launch(mod, cfg, b_layout, programs,
+                                                               model_gemm.PROGRAM_ORDERS[order]),
                                                STREAMK_PROBLEMS, b_layout=b_layout)
                     if problem:
                         return (f"{what}, B {'K × N' if b_layout == 'row' else 'as w.t()'}, programs run {order}: "
@@ -246,7 +282,7 @@ def streamk_host_model(mod):
         (shape, programs) = DETERMINISM
         cfg = {**mod.CONFIG, **STREAMK_PATHS["stream-K, every tile"][0]}
         problem = model_gemm.same_bits_in_any_order(
-            lambda order: _streamk_launch(mod, cfg, "col", programs, order=order, c_dtype="fp32"), [shape], ORDERS,
+            lambda order: _streamk_launch(mod, cfg, "col", programs, order=order, c_dtype="fp32"), [shape],
             b_layout="col")
     except ModelUnsupported as e:
         return NotChecked(f"the host model does not model {e}")
@@ -522,6 +558,9 @@ CHECKS = LessonChecks(
               "both, a wide tile unsplit and split; B either way): C exact, each element written once, every "
               "split-K counter back at 0",
               host_model),
+        Check("split_order", "the host model runs each split path (a tile, swap-AB, a wide tile; K split 3 ways) "
+              "with its units arriving in three orders: C's fp32 bits the same whichever unit adds the slices",
+              split_order),
         Check("split_protocol_sm_90", "sm_90, split-K: the slice stored, a barrier among the consumers, the release "
               "fence and the atomic add, the slices read from L2 (.cg), the counter reset, C by one TMA store",
               split_protocol, target="sm_90"),

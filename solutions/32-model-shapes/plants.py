@@ -15,6 +15,46 @@ PLANTS = [
     Plant("the tile's counter is never reset: the next call's units count from SPLIT_K and no one adds the slices",
           "                gl.atomic_xchg(arrivals_ptr + tile, 0, sem=\"relaxed\", scope=\"gpu\")\n", "",
           rejected_by="host_model"),
+    Plant("split-K: the last unit starts from its own sum in registers and adds the other slices to it (one read "
+          "fewer): the order of the additions depends on which unit arrives last, so C's bits change from run to run",
+          """                total = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+                total2 = total
+                if BLOCK_N2 > 0:
+                    total2 = gl.zeros([BLOCK_M, BLOCK_N2], gl.float32, layout=acc2_layout)
+                for s in range(SPLIT_K):
+                    # .cg: from L2, where the other SMs' slices are; this SM's L1 may hold nothing of them.
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                    if BLOCK_N2 > 0:
+                        total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
+""",
+          """                total = acc
+                total2 = acc2
+                for s in range(SPLIT_K):
+                    if s != split:
+                        total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                        if BLOCK_N2 > 0:
+                            total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
+""",
+          rejected_by="split_order"),
+    Plant("split-K on a wide tile: the second strip's sum starts from the last unit's own registers (the first strip's "
+          "is added in order): its bits depend on which unit arrives last",
+          """                total2 = total
+                if BLOCK_N2 > 0:
+                    total2 = gl.zeros([BLOCK_M, BLOCK_N2], gl.float32, layout=acc2_layout)
+                for s in range(SPLIT_K):
+                    # .cg: from L2, where the other SMs' slices are; this SM's L1 may hold nothing of them.
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                    if BLOCK_N2 > 0:
+                        total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
+""",
+          """                total2 = acc2
+                for s in range(SPLIT_K):
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                    if BLOCK_N2 > 0:
+                        if s != split:
+                            total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
+""",
+          rejected_by="split_order"),
     Plant("the atomic that announces a slice is relaxed: another SM may see the count before the slice itself",
           'arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")',
           'arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="relaxed", scope="gpu")',
