@@ -45,22 +45,71 @@ def check(launch, shapes, dtype: str = "bf16", b_layout: str = "row", tile=None,
             raise
         except ModelError as e:
             return f"{where}: {e}"
-        got = c_buf.values()
         want = round_to((a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32), gl_dtype)
-        writes = c_buf.writes.reshape(M, N)
-        for problem, mask in (("never written (still NaN)", writes == 0),
-                              ("written more than once (a tile computed twice?)", writes > 1),
-                              ("wrong", ~(got == want) & (writes == 1))):
-            if mask.any():
-                i, j = map(int, np.argwhere(mask)[0])
-                at = f"C[{i}, {j}]"
-                if tile is not None:
-                    at += f", in tile ({i // tile[0]}, {j // tile[1]}) of C"
-                detail = (f": got {got[i, j]:g}, expected {want[i, j]:g}" if problem == "wrong" else "")
-                return f"{where}: {int(mask.sum())} element(s) of C {problem}; the first is {at}{detail}"
-        problem = rule(programs) if rule is not None else None
+        problem = _compare(c_buf.values(), want, c_buf.writes.reshape(M, N), tile)
+        if problem is None and rule is not None:
+            problem = rule(programs)
         if problem:
             return f"{where}: {problem}"
+    return None
+
+
+def _compare(got, want, writes, tile=None) -> str | None:
+    """None when every element of C was written once and equals ``want``; else what went wrong, and where first."""
+    for problem, mask in (("never written (still NaN)", writes == 0),
+                          ("written more than once (a tile computed twice?)", writes > 1),
+                          ("wrong", ~(got == want) & (writes == 1))):
+        if mask.any():
+            i, j = map(int, np.argwhere(mask)[0])
+            at = f"C[{i}, {j}]"
+            if tile is not None:
+                at += f", in tile ({i // tile[0]}, {j // tile[1]}) of C"
+            detail = (f": got {got[i, j]:g}, expected {want[i, j]:g}" if problem == "wrong" else "")
+            return f"{int(mask.sum())} element(s) of C {problem}; the first is {at}{detail}"
+    return None
+
+
+def check_launcher(call, shapes, dtype: str = "bf16", b_layout: str = "row", sms: int = 3, calls: int = 1,
+                   tile=None) -> str | None:
+    """None when ``call(a, b, c)`` computes C = A·B exactly on every shape, writing each element of C once; else one
+    sentence. ``call`` is a launcher's own path (its plan, operand views, grid and kernel arguments, e.g.
+    ``lambda a, b, c: linear.plan(a, b, c).launch(a, b, c)``) on CPU torch tensors, run with the GPU stood in for by
+    the host model (``launcher.ModelGPU``, ``sms`` SMs): A and B as ``operands`` gives them (B K × N, or the
+    transpose of an N × K tensor when ``b_layout == "col"``, as ``w.t()``), C full of NaN. ``calls`` > 1 calls it
+    again on the same tensors (C poisoned again): the launcher's kept plan, descriptors and scratch."""
+    import torch
+
+    from .launcher import ModelGPU
+
+    gl_dtype = _gl_dtype(dtype)
+    torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    for M, N, K in shapes:
+        a_np, b_np = operands(M, N, K)
+        a = torch.from_numpy(a_np).to(torch_dtype)
+        b = (torch.from_numpy(b_np.T.copy()).to(torch_dtype).t() if b_layout == "col"
+             else torch.from_numpy(b_np).to(torch_dtype))
+        c = torch.empty((M, N), dtype=torch_dtype)
+        want = round_to((a_np.astype(np.float64) @ b_np.astype(np.float64)).astype(np.float32), gl_dtype)
+        for n in range(calls):
+            where = f"in the host model, {M}×{N}×{K} {dtype}" + (f", call {n + 1}" if calls > 1 else "")
+            c.fill_(float("nan"))
+            with ModelGPU(sms) as gpu:
+                for t, name in ((a, "A"), (b, "B"), (c, "C")):
+                    gpu.add(t, name)
+                try:
+                    call(a, b, c)
+                except ModelUnsupported:
+                    raise
+                except ModelError as e:
+                    return f"{where}: {e}"
+                except ValueError as e:
+                    return f"{where}: the launcher refused a problem it must take: {e}"
+                if not gpu.launches:
+                    return f"{where}: the launcher launched no kernel"
+                writes = gpu.writes(c)
+            problem = _compare(c.to(torch.float32).numpy(), want, writes, tile)
+            if problem:
+                return f"{where}: {problem}"
     return None
 
 

@@ -64,6 +64,80 @@ def host_model(mod):
     return None
 
 
+# The launcher's paths on two problems whose M and N are far apart (so that M and N exchanged, or the wrong one of
+# them counted, leaves tiles of C out), with tiles cut by every edge: 129 rows and 40 columns, K in 4 steps (3 ways
+# split: slices of 1, 1 and 2); 17 decode rows and 136 columns, K in 7 steps.
+LAUNCHER_PROBLEMS = ((129, 40, 200), (17, 136, 392))
+
+
+def launcher_paths(mod):
+    """Each path as the launcher takes it: Linear's plan (configuration, checks, the kernel's operand views and M, N,
+    K), its grid, descriptors, split-K scratch and arguments, and Plan.launch, with the GPU stood in for by the host
+    model (model.launcher: 3 SMs); B either way, and with W as w.t() called twice (the second call through the kept
+    plan, descriptors and scratch); then the dispatch table's own configurations for the same problems."""
+    from gluon_course.grading import NotChecked
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import gemm as model_gemm
+
+    runs = [(what, mod.Linear(config=overrides), ("col", "row")) for what, overrides in PATHS.items()]
+    runs.append(("the dispatch table's configuration", mod.Linear(table=mod._this_gpus_table()), ("col",)))
+    for what, linear, layouts in runs:
+        for b_layout in layouts:
+            try:
+                problem = model_gemm.check_launcher(lambda a, b, c: linear.plan(a, b, c).launch(a, b, c),
+                                                    LAUNCHER_PROBLEMS, b_layout=b_layout,
+                                                    calls=2 if b_layout == "col" else 1)
+            except ModelUnsupported as e:
+                return NotChecked(f"the host model does not model {e}")
+            if problem:
+                return (f"through the launcher (plan, views, grid, arguments), {what}, B "
+                        f"{'K × N' if b_layout == 'row' else 'as w.t()'}: {problem}")
+    return None
+
+
+def plan_refusal_cases(mod) -> dict:
+    """What the launcher must refuse before anything reaches a GPU, with CPU tensors: one case for each of the
+    plan's own refusals (tests/test_launcher_paths.py holds the cases to every raise of the launcher's code), and
+    the toolkit's checks it calls (the operands, TMA's 16-byte rule, the wgmma tile). {what: (call, error, words)}."""
+    import torch
+
+    def operands(M, N, K):
+        w = torch.empty(N, K, dtype=torch.bfloat16)
+        return torch.empty(M, K, dtype=torch.bfloat16), w.t(), torch.empty(M, N, dtype=torch.bfloat16)
+
+    def plan(config, M=17, N=136, K=392, sms=None):
+        return lambda: mod.Linear(config=config).plan(*operands(M, N, K), sms=sms)
+
+    # Stream-K's index arithmetic on 4096 tiles of 64 × 64 with 12 K steps each, on as many SMs as it could use:
+    # 49152 programs × 49152 shared steps pass 2³¹.
+    wide = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3}
+    return {
+        "SPLIT_K=8 with K = 392 (7 steps of 64)": (plan({"SPLIT_K": 8}), ValueError, ("SPLIT_K=8", "7", "empty")),
+        "SPLIT_K=0": (plan({"SPLIT_K": 0}), ValueError, ("SPLIT_K=0",)),
+        "BLOCK_N2=48": (plan({"BLOCK_N": 64, "BLOCK_N2": 48}), ValueError, ("BLOCK_N2=48", "power of two")),
+        "BLOCK_N2=32 with swap-AB": (plan({"BLOCK_N": 64, "BLOCK_N2": 32, "SWAP_AB": True}), ValueError,
+                                     ("BLOCK_N2=32", "swap-AB")),
+        "STREAM_K=1 with SPLIT_K=2": (plan({"STREAM_K": 1, "SPLIT_K": 2}), ValueError, ("STREAM_K=1", "SPLIT_K=2")),
+        "STREAM_K=-1": (plan({"STREAM_K": -1}), ValueError, ("STREAM_K=-1",)),
+        "W_FIRST=1 with STREAM_K=1": (plan({"W_FIRST": 1, "STREAM_K": 1}), ValueError, ("W_FIRST=1", "stream-K")),
+        "W_FIRST=2": (plan({"W_FIRST": 2}), ValueError, ("W_FIRST=2",)),
+        "stream-K on 4096 tiles of 12 K steps, 2²⁰ SMs": (plan({**wide, "STREAM_K": 1}, 4096, 4096, 768, sms=2 ** 20),
+                                                         ValueError, ("int32",)),
+        "an unknown config key": (lambda: mod.Linear(config={"BLOCK_SIZE": 64}), TypeError, ("BLOCK_SIZE",)),
+        "B with 390 rows for A's 392 columns": (lambda: mod.Linear().plan(*(lambda a, b, c: (a, b[:390], c))(
+            *operands(17, 136, 392))), ValueError, ("390",)),
+        "K = 391 bf16 (782-byte rows of A)": (plan({}, K=391), ValueError, ("16", "lesson 13")),
+        "num_warps=2 (half a warpgroup)": (plan({"num_warps": 2}), ValueError, ("warpgroup",)),
+    }
+
+
+def plan_refusals(mod):
+    """Every refusal of the launcher reached, on the CPU, with its sentence (plan_refusal_cases)."""
+    from gluon_course.grading.gemm import refuses
+
+    return refuses(plan_refusal_cases(mod))
+
+
 # Split-K's slices, added by the unit that arrives last at the tile's counter, must give the same bits whichever unit
 # that is. Each path that adds slices, K in 3 of them (two give the same bits in either order: a + b = b + a in fp32,
 # but (a + b) + c need not equal a + (b + c)), one program a unit, C in fp32: 392 = 7 K steps of 64, slices of 2, 2
@@ -558,6 +632,14 @@ CHECKS = LessonChecks(
               "both, a wide tile unsplit and split; B either way): C exact, each element written once, every "
               "split-K counter back at 0",
               host_model),
+        Check("launcher_paths", "the host model runs each path as the launcher takes it (Linear's plan, the kernel's "
+              "views of A and B, its M and N, the grid, the descriptors, split-K's scratch and the arguments, as "
+              "Plan.launch hands them over), and the dispatch table's configurations: C exact, each element written "
+              "once, a second call through the kept plan too", launcher_paths),
+        Check("plan_refusals", "on CPU tensors, the launcher refuses each configuration and problem it cannot run "
+              "(a K split into more slices than K steps, a wide tile's width or pairing, stream-K's settings and its "
+              "int32 limit, W_FIRST, unknown keys, a mismatched K, rows TMA cannot read, half a warpgroup), each with "
+              "its sentence", plan_refusals),
         Check("split_order", "the host model runs each split path (a tile, swap-AB, a wide tile; K split 3 ways) "
               "with its units arriving in three orders: C's fp32 bits the same whichever unit adds the slices",
               split_order),

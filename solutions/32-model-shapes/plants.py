@@ -55,6 +55,15 @@ PLANTS = [
                             total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
 """,
           rejected_by="split_order"),
+    Plant("operand_views leaves M and N as they are under swap-AB: the kernel, which computes Cᵀ, counts W's rows "
+          "as the activations' and leaves tiles of C out",
+          "    return (b if b_kn else b.t()), a, N, M", "    return (b if b_kn else b.t()), a, M, N",
+          rejected_by="launcher_paths"),
+    Plant("the plan no longer refuses SPLIT_K above the K steps: a slice of K may be empty, and its unit, which waits "
+          "for no K step, still releases the ring slot of the step before (one arrival too many for the producer)",
+          "if not (isinstance(split, int) and 1 <= split <= triton.cdiv(K, BK)):",
+          "if not (isinstance(split, int) and 1 <= split):",
+          rejected_by="plan_refusals"),
     Plant("the atomic that announces a slice is relaxed: another SM may see the count before the slice itself",
           'arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")',
           'arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="relaxed", scope="gpu")',
