@@ -126,6 +126,29 @@ def _is_host_descriptor(x) -> bool:
     return all(hasattr(x, name) for name in ("base", "shape", "strides", "block_shape", "layout"))
 
 
+def _arguments_problem(kernel, names: list, given: int, by_name: dict) -> str | None:
+    """A sentence when the launch's arguments do not fit the kernel's parameters (too many, some missing, a name
+    it does not have), else None."""
+    import inspect
+
+    if not names:
+        return None
+    name = getattr(kernel, "__name__", "the kernel")
+    signature = inspect.signature(getattr(kernel, "fn", kernel))
+    needed = [n for n in names[given:] if n not in by_name
+              and signature.parameters[n].default is inspect.Parameter.empty]
+    unknown = [n for n in by_name if n not in names]
+    if given > len(names):
+        return (f"the launcher hands {name} {given} arguments by position, but it has {len(names)} parameters: the "
+                "arguments after the descriptors do not follow its parameters' order")
+    if needed or unknown:
+        parts = ([f"nothing for {', '.join(needed)}"] if needed else []) + \
+                ([f"{', '.join(unknown)}, which {name} has no parameter for"] if unknown else [])
+        return (f"the launcher hands {name} {given} arguments by position and {len(by_name)} by name: "
+                f"{' and '.join(parts)}; the arguments must follow its parameters ({', '.join(names)})")
+    return None
+
+
 class ModelGPU:
     """The GPU, stood in for by the host model inside a ``with`` block (see the module's docstring): compute
     capability 9.0, ``sms`` SMs, stream 0, and every ``kernel[grid](...)`` run in the host model (its programs in
@@ -213,6 +236,9 @@ class ModelGPU:
             grid = grid(options)
         grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
         names = list(getattr(kernel, "arg_names", []))
+        problem = _arguments_problem(kernel, names, len(args), options)
+        if problem:
+            raise ModelError(problem)
         for storage in self.storages:                      # the tensors' contents as they are now
             storage.load()
         converted = [self._argument(value, names[i] if i < len(names) else f"argument {i}")

@@ -47,8 +47,7 @@ class Tensor(np.ndarray):
         return as_tensor(round_to(self, dtype))
 
     def permute(self, *order):
-        order = order[0] if len(order) == 1 else order
-        return as_tensor(np.transpose(np.asarray(self), [int(o) for o in order]))
+        return _permute(self, order[0] if len(order) == 1 else order)
 
 
 def as_tensor(x) -> Tensor:
@@ -122,9 +121,25 @@ class Pointer:
 
 # -- global memory: load and store ----------------------------------------------------------------
 
-def _broadcast(*arrays):
+def broadcast_failure(error: BaseException) -> list[str] | None:
+    """The shapes named in numpy's error when it could not broadcast arrays to one shape (["[64, 16]", "[16, 64]"]),
+    else None."""
+    text = str(error)
+    if not isinstance(error, ValueError) or not ("broadcast" in text or "non-broadcastable" in text):
+        return None
+    shapes = re.findall(r"\(([\d, ]*)\)", text)
+    return [f"[{', '.join(x.strip() for x in s.split(',') if x.strip())}]" for s in shapes] or ["of different sizes"]
+
+
+def _broadcast(*arrays, what: str = "gl.load", names=("pointers", "mask", "other")):
     shaped = [np.asarray(a) for a in arrays if a is not None]
-    shape = np.broadcast_shapes(*(a.shape for a in shaped))
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in shaped))
+    except ValueError:
+        given = ", ".join(f"{name} {list(np.shape(a))}" for name, a in zip(names, arrays)
+                          if a is not None and np.ndim(a) > 0)
+        raise ModelError(f"{what}'s {given} do not broadcast to one shape (Triton's compiler refuses them too): is "
+                         "one of them transposed, or built along the wrong axis ([:, None] against [None, :])?") from None
     return [None if a is None else np.broadcast_to(np.asarray(a), shape) for a in arrays]
 
 
@@ -146,7 +161,8 @@ def store(pointer, value, mask=None, *args, **kwargs):
     value = value_of(value, "stores")
     mask = True if mask is None else value_of(mask)
     offsets, values, mask_b = _broadcast(pointer.offsets, np.asarray(value, dtype=np.float32),
-                                         np.asarray(mask, dtype=bool))
+                                         np.asarray(mask, dtype=bool), what="gl.store",
+                                         names=("pointers", "values", "mask"))
     pointer.buffer.write(offsets, round_to(values, pointer.buffer.dtype), mask_b)
     current().unbarriered_stores = True
 
@@ -270,10 +286,24 @@ class Shared:
     def store(self, value):
         value = value_of(value, "stores")
         check_write(self, "the threads' own store (smem.store)")
-        self.view()[...] = round_to(np.broadcast_to(np.asarray(value), self.view().shape), self.root.dtype)
+        target, got = tuple(self.view().shape), tuple(np.shape(value))
+        try:
+            values = np.broadcast_to(np.asarray(value), target)
+        except ValueError:
+            raise ModelError(_store_shape_sentence(self.name(), got, target)) from None
+        self.view()[...] = round_to(values, self.root.dtype)
         for st in self.states():
             st.written_by_threads = st.ever_written = True
         program().log(current(), "smem.store", slot=self.name())
+
+
+def _store_shape_sentence(name: str, got: tuple, target: tuple) -> str:
+    said = f"the tile stored into {name} (smem.store) has shape {list(got)} where the buffer is {list(target)}"
+    if len(got) == 2 and got[::-1] == target:
+        return (said + ": it is the buffer's shape transposed. A tile computed transposed (swap-AB computes Cᵀ, its "
+                "rows along C's N) must be permuted, gl.permute(tile, (1, 0)), before it is stored into a buffer of "
+                "C's box")
+    return said + ": a tile goes into a buffer of its own shape (for a TMA store, the descriptor's box)"
 
 
 class BarrierRef:
@@ -555,7 +585,11 @@ def _expand_dims(x, axis):
 
 
 def _reshape(x, shape, **kwargs):
-    return as_tensor(np.reshape(value_of(x), [int(s) for s in shape]))
+    v, shape = np.asarray(value_of(x)), [int(s) for s in shape]
+    if int(np.prod(shape)) != v.size:
+        raise ModelError(f"gl.reshape of a {list(v.shape)} tensor ({v.size} elements) to {shape} "
+                         f"({int(np.prod(shape))} elements): a reshape keeps the number of elements")
+    return as_tensor(np.reshape(v, shape))
 
 
 def _split(x):
@@ -567,7 +601,11 @@ def _split(x):
 
 
 def _permute(x, order):
-    return as_tensor(np.transpose(value_of(x), [int(o) for o in order]))
+    v, order = np.asarray(value_of(x)), [int(o) for o in order]
+    if sorted(order) != list(range(v.ndim)):
+        raise ModelError(f"gl.permute of a {v.ndim}-D tensor {list(v.shape)} by {order}: the order names each of its "
+                         f"dimensions 0 to {v.ndim - 1} once")
+    return as_tensor(np.transpose(v, order))
 
 
 GL = {
@@ -695,6 +733,9 @@ class HostTensorDescriptor:
 
     def _window(self, coord):
         rows, cols = self.buffer.shape
+        if len(coord) != 2:
+            raise ModelError(f"a TMA copy at {len(coord)} coordinate(s) through a 2-D descriptor of "
+                             f"{self.buffer.name}: give one coordinate per dimension, [row, column]")
         (r, c), (h, w) = [int(_int(x)) for x in coord], self.block_shape
         r0, r1, c0, c1 = max(r, 0), min(r + h, rows), max(c, 0), min(c + w, cols)
         return r, c, r0, r1, c0, c1
@@ -786,7 +827,7 @@ def cp_async_load(smem, pointer, mask=None, *args, **kwargs):
     if not isinstance(pointer, Pointer):
         raise ModelUnsupported("async_copy.async_load from something other than a pointer tensor")
     mask = True if mask is None else value_of(mask)
-    offsets, mask_b = _broadcast(pointer.offsets, np.asarray(mask, dtype=bool))
+    offsets, mask_b = _broadcast(pointer.offsets, np.asarray(mask, dtype=bool), what="async_copy.async_load")
     if list(offsets.shape) != smem.shape:
         raise ModelError(f"async_copy.async_load of {list(offsets.shape)} pointers into {smem.name()} "
                          f"({smem.shape}): the shapes must match")

@@ -8,6 +8,14 @@ PLANTS = [
           "tma.async_store(c_desc, [off_n, off_m], c_smem)",
           "tma.async_store(c_desc, [off_m, off_n], c_smem)",
           rejected_by="host_model"),
+    Plant("swap-AB's tile of Cᵀ is stored without the permute: a [BLOCK_M, BLOCK_N] tile written into C's "
+          "[BLOCK_N, BLOCK_M] buffer",
+          "c_smem.store(gl.permute(values, (1, 0)).to(c_desc.dtype))", "c_smem.store(values.to(c_desc.dtype))",
+          rejected_by="host_model"),
+    Plant("split-K's slices laid out BLOCK_N × BLOCK_M: the offsets of a slice do not have the accumulator's shape",
+          "            in_tile = tile_offsets(BLOCK_M, BLOCK_N, acc_layout)",
+          "            in_tile = tile_offsets(BLOCK_N, BLOCK_M, acc_layout)",
+          rejected_by="host_model"),
     Plant("each slice of K is k_tiles // SPLIT_K steps long: when SPLIT_K does not divide the steps, the last ones "
           "are never summed",
           "k_last = (split + 1) * k_tiles // SPLIT_K", "k_last = k_first + k_tiles // SPLIT_K",
