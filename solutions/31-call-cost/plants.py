@@ -30,6 +30,11 @@ PLANTS = [
           rejected_by="encoded_launch"),
     Plant("the encoded maps are never kept: every call encodes its three descriptors again, as Triton's launcher does",
           "found = self.encoded.get(id(descs))\n", "found = None\n", rejected_by="encoded_launch"),
+    Plant("the kernel's arguments name BLOCK_N before BLOCK_M: the kernel takes a 256 × 128 tile where the plan's "
+          "descriptors hold boxes of a 128 × 256 one",
+          '                                ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout",',
+          '                                ("BLOCK_N", "BLOCK_M", "BLOCK_K", "acc_layout",',
+          rejected_by="launcher_path"),
     # ---- caught on a GPU ----
     Plant("the descriptors are kept by the plan alone, never by address: a second A of the same shape is read from "
           "the first A's memory",

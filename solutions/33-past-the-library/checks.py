@@ -278,6 +278,35 @@ def host_model_subtile(mod):
     return None
 
 
+# The launchers' paths on one problem whose M and N are far apart (M and N exchanged on the way leaves tiles of C out),
+# 128 × 128 tiles cut by every edge, K in 4 steps; each step at its launcher's own configuration (step 2 as a cluster
+# of one CTA: the model runs one CTA at a time).
+LAUNCHER_PROBLEMS = ((17, 264, 200),)
+LAUNCHER_STEPS = {"pingpong_matmul": ("pingpong", {}), "matmul with CLUSTER_M=1": ("cluster", {"CLUSTER_M": 1}),
+                  "subtile_matmul": ("subtile", {})}
+
+
+def launcher_paths(mod):
+    """Each step as its launcher takes it (plan: checks, blocks, descriptors kept by address, grid, the kernel's
+    arguments; Plan.launch), with the GPU stood in for by the host model (model.launcher, 3 SMs): C exact, each
+    element written once, B K × N and as w.t() (called twice: the second through the kept plan)."""
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import gemm as model_gemm
+
+    for what, (step, config) in LAUNCHER_STEPS.items():
+        for b_layout in ("col", "row"):
+            try:
+                problem = model_gemm.check_launcher(
+                    lambda a, b, c: mod.plan(step, a, b, c, **config).launch(a, b, c), LAUNCHER_PROBLEMS,
+                    b_layout=b_layout, calls=2 if b_layout == "col" else 1)
+            except ModelUnsupported as e:
+                return NotChecked(f"the host model does not model {e}")
+            if problem:
+                return (f"through the launcher (plan, descriptors, grid, arguments), {what}, B "
+                        f"{'K × N' if b_layout == 'row' else 'as w.t()'}: {problem}")
+    return None
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 # Shapes whose tiles of 256 rows (a cluster's) leave the second CTA's rows past M (300, 4097, 1000, 129) or wholly
 # outside it (127 × 264: one tile row of 128 in a cluster tile of 256), and programs that do not divide the tiles.
@@ -398,6 +427,10 @@ CHECKS = LessonChecks(
         Check("host_model_subtile", "the host model runs subtile_kernel, grouped and snake, with one and two subtile "
               "buffers: C exact, each subtile's buffer written only after the store that last read it is waited for "
               "and fenced before TMA reads it, the turns hold (both layouts of B)", host_model_subtile),
+        Check("launcher_paths", "the host model runs each step as its launcher takes it (pingpong_matmul, matmul "
+              "as a cluster of one CTA, subtile_matmul: the plan's descriptors, grid and arguments "
+              "in the kernel's order): C exact, each element written once, a second call through the kept plan too, "
+              "B either way (CPU tensors)", launcher_paths),
         Check("host_model_cluster", "the host model runs cluster_kernel as a cluster of one CTA (it runs one CTA at a "
               "time): C exact, the two release barriers and the turns hold; the cluster's own counts are read from "
               "the listing (cluster_barriers_sm_90)", host_model_cluster),

@@ -63,6 +63,10 @@ PLANTS = [
           "and never visit their first column",
           "col = col + (group % 2) * (num_pid_n - 1 - 2 * col)", "col = col + (group % 2) * (num_pid_n - 2 * col)",
           rejected_by="tile_order", gpu=False),
+    Plant("step 3's plan gives C's descriptor a whole tile's columns instead of a subtile's: the consumer reads its "
+          "tile's width off C's box (two subtiles), so it multiplies for 256 columns where B's box holds 128",
+          "        c_cols = BN // c_split", "        c_cols = BN",
+          rejected_by="launcher_paths"),
     # ---- caught on a GPU ----
     Plant("use_acc=False in the cluster's consumers: every K step's products overwrite acc instead of adding to it",
           "            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)\n"
