@@ -178,3 +178,26 @@ def test_every_refusal_of_lesson_32s_launcher_is_reached_by_plan_refusals():
         reached.add(frames[-1].lineno)
     missing = _host_raises(path) - reached
     assert not missing, f"no case of plan_refusals reaches the raise at solution.py line(s) {sorted(missing)}"
+
+
+def test_views_and_offsets_that_cannot_be_are_named():
+    """A kernel's mistakes with shared-memory views and pointers, each a sentence (Triton's compiler refuses them
+    too), not numpy's own error."""
+    from gluon_course.model import ModelOutOfBounds
+    from gluon_course.model.runtime import SharedRoot
+    from gluon_course.model.shims import Shared
+
+    ring = Shared(SharedRoot("ring", gl.bfloat16, [2, 16, 32], None, False))
+    slot = ring.index(1)
+    for view, words in ((lambda: slot.permute([1]), r"ring\[1\].permute\(\[1\]\) of a view of shape \[16, 32\]"),
+                        (lambda: slot.reshape([16, 16]), "keeps the number of elements"),
+                        (lambda: slot.index(16), "outside its first dimension"),
+                        (lambda: slot.slice(24, 16, dim=1), "outside it")):
+        with pytest.raises((ModelError, ModelOutOfBounds), match=words):
+            view()
+    assert slot.permute([1, 0]).shape == [32, 16] and slot.slice(16, 16, dim=1).shape == [16, 16]
+    x = Pointer(Buffer("x", np.zeros(64, np.float32), gl.float32))
+    with pytest.raises(ModelError, match="floating-point offsets.*// for a division"):
+        x + np.arange(4) / 2
+    with pytest.raises(ModelError, match=r"shape \[4\] plus offsets of shape \[3\]"):
+        (x + np.arange(4)) + np.arange(3)

@@ -167,13 +167,13 @@ def unmodelled(error: BaseException) -> ModelError | ModelUnsupported | None:
         if path.startswith(_LIBRARIES):
             continue
         code = linecache.getline(filename, lineno).strip()
-        where = f"line {lineno} of {os.path.basename(filename)} (`{code}`)"
+        line = f"line {lineno} of {os.path.basename(filename)}"
         shapes = shims.broadcast_failure(error)
         if shapes is not None:
-            return ModelError(f"{where} combines tensors of shapes {' and '.join(shapes)}, which do not broadcast "
-                              "to one shape (Triton's compiler refuses it too): is one of them transposed, or built "
-                              "along the wrong axis ([:, None] against [None, :])?")
-        return ModelUnsupported(f"what {where} does: Python cannot run it as the compiled kernel runs it")
+            return ModelError(f"{line} (`{code}`) combines tensors of shapes {' and '.join(shapes)}, which do not "
+                              "broadcast to one shape (Triton's compiler refuses it too): is one of them transposed, "
+                              "or built along the wrong axis ([:, None] against [None, :])?")
+        return ModelUnsupported(f"what {line} does (`{code}`): Python cannot run it as the compiled kernel runs it")
     return None
 
 

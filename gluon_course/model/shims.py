@@ -107,8 +107,19 @@ class Pointer:
 
     def __add__(self, other):
         if isinstance(other, Pointer):
-            raise TypeError("a pointer plus a pointer has no meaning: add offsets to one pointer")
-        return Pointer(self.buffer, self.offsets + np.asarray(value_of(other), dtype=np.int64))
+            raise ModelError("a pointer plus a pointer has no meaning: add offsets to one pointer")
+        other = np.asarray(value_of(other))
+        if other.dtype.kind == "f":
+            raise ModelError(f"a pointer into {self.buffer.name} plus floating-point offsets (Triton's compiler refuses "
+                             "them too): compute offsets with integers (// for a division, not /)")
+        try:
+            offsets = np.broadcast_shapes(self.offsets.shape, other.shape)
+        except ValueError:
+            raise ModelError(f"a pointer into {self.buffer.name} of shape {list(self.offsets.shape)} plus offsets of "
+                             f"shape {list(other.shape)}, which do not broadcast to one shape (Triton's compiler "
+                             "refuses them too): is one of them built along the wrong axis ([:, None] against "
+                             "[None, :])?") from None
+        return Pointer(self.buffer, self.offsets + other.astype(np.int64))
 
     __radd__ = __add__
 
@@ -266,16 +277,32 @@ class Shared:
             if not 0 <= i < self.root.shape[0]:
                 raise ModelOutOfBounds(f"{self.root.name}.index({i}) outside its {self.root.shape[0]} slots")
             return Shared(self.root, i)
+        shape = self.view().shape
+        if not shape or not 0 <= i < shape[0]:
+            raise ModelOutOfBounds(f"{self.name()}.index({i}) of a view of shape {list(shape)}: outside its first "
+                                   "dimension")
         return Shared(self.root, self.slot, self.steps + (("index", i),))
 
     def permute(self, order):
-        return Shared(self.root, self.slot, self.steps + (("permute", tuple(int(o) for o in order)),))
+        order, shape = tuple(int(o) for o in order), self.view().shape
+        if sorted(order) != list(range(len(shape))):
+            raise ModelError(f"{self.name()}.permute({list(order)}) of a view of shape {list(shape)}: the order names "
+                             f"each of its dimensions 0 to {len(shape) - 1} once")
+        return Shared(self.root, self.slot, self.steps + (("permute", order),))
 
     def slice(self, start, length, dim=0):
-        return Shared(self.root, self.slot, self.steps + (("slice", (int(start), int(length), int(dim))),))
+        start, length, dim, shape = int(start), int(length), int(dim), self.view().shape
+        if not (0 <= dim < len(shape) and 0 <= start and start + length <= shape[dim]):
+            raise ModelOutOfBounds(f"{self.name()}.slice({start}, {length}, dim={dim}) of a view of shape "
+                                   f"{list(shape)}: outside it")
+        return Shared(self.root, self.slot, self.steps + (("slice", (start, length, dim)),))
 
     def reshape(self, shape):
-        return Shared(self.root, self.slot, self.steps + (("reshape", tuple(int(s) for s in shape)),))
+        shape, size = tuple(int(s) for s in shape), self.view().size
+        if int(np.prod(shape)) != size:
+            raise ModelError(f"{self.name()}.reshape({list(shape)}) of a view of {size} elements: a reshape keeps the "
+                             "number of elements")
+        return Shared(self.root, self.slot, self.steps + (("reshape", shape),))
 
     # accesses by the threads themselves
     def load(self, layout=None):
