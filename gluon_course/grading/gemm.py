@@ -73,23 +73,24 @@ def from_trial(trial: dict, key: str, why: str, references: tuple[Reference, ...
 
 def refuses(cases: dict) -> str | None:
     """``cases``: {what: (call, error type or tuple, words)}. Each call must raise that error with a message that
-    contains every word. None when all do, else one sentence about the first that does not."""
+    contains every word. None when all do, else one sentence about the first that does not (in the course's words:
+    no exception's type name)."""
     for what, (call, error, words) in cases.items():
         expected = error if isinstance(error, tuple) else (error,)
-        names = " or ".join(e.__name__ for e in expected)
         try:
             call()
         except expected as e:
             text = str(e)
             if not text:
-                return f"{what}: {type(e).__name__} without a message; it must say what to fix"
+                return f"{what}: refused without a sentence; the refusal must say what to fix"
             missing = [w for w in words if w not in text]
             if missing:
-                return f"{what}: the {type(e).__name__} says “{text}”, without {missing}"
+                return f"{what}: the refusal says “{text}”, without {missing}"
             continue
         except Exception as e:  # noqa: BLE001 - any other failure is the wrong one
-            return f"{what}: raised {type(e).__name__} ({e}); expected a {names} that says what to fix"
-        return f"{what}: accepted; the launcher must refuse it with a {names} that says what to fix"
+            return (f"{what}: it fails inside the launcher (“{e}”) instead of being refused: the launcher must check "
+                    "it first and refuse it with a sentence that says what to fix")
+        return f"{what}: accepted; the launcher must refuse it with a sentence that says what to fix"
     return None
 
 

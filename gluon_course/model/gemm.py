@@ -108,6 +108,9 @@ def check_launcher(call, shapes, dtype: str = "bf16", b_layout: str = "row", sms
                     return f"{where}: the launcher launched no kernel"
                 writes = gpu.writes(c)
             problem = _compare(c.to(torch.float32).numpy(), want, writes, tile)
+            if problem and "never written" in problem:
+                problem += (": the launch covers less of C than there is; are the kernel's M and N the ones it "
+                            "computes (exchanged when it computes Cᵀ), and does the grid reach every tile?")
             if problem:
                 return f"{where}: {problem}"
     return None

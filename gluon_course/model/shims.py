@@ -531,7 +531,9 @@ def _matmul(a, b, acc, use_acc=True) -> Tensor:
     product = a @ b
     acc = np.asarray(acc, dtype=np.float64)
     if acc.shape != product.shape:
-        raise ModelError(f"the accumulator is {list(acc.shape)} but A·B is {list(product.shape)}")
+        raise ModelError(f"the accumulator is {list(acc.shape)} but A·B is {list(product.shape)}: a product adds into "
+                         "an accumulator of A's rows by B's columns (is the tile's size read off another box than "
+                         "A's and B's?)")
     if use_acc is not True:
         use_acc = bool(np.asarray(value_of(use_acc)))
     return as_tensor((product + (acc if use_acc else 0)).astype(np.float32))
