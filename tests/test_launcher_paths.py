@@ -196,6 +196,14 @@ def test_views_and_offsets_that_cannot_be_are_named():
         with pytest.raises((ModelError, ModelOutOfBounds), match=words):
             view()
     assert slot.permute([1, 0]).shape == [32, 16] and slot.slice(16, 16, dim=1).shape == [16, 16]
+    from gluon_course.model.shims import _permute, _reshape, tma_async_store
+
+    tile = np.zeros((16, 32))
+    assert _permute(tile, 1, 0).shape == _permute(tile, (1, 0)).shape == (32, 16)      # Triton takes both forms
+    assert _reshape(tile, 32, 16).shape == _reshape(tile, [32, 16]).shape == (32, 16)
+    desc = HostTensorDescriptor(Buffer("C", np.zeros((16, 32), np.float32), gl.bfloat16), [16, 32], None)
+    with pytest.raises(ModelError, match="a buffer in shared memory, not a tensor in registers"):
+        tma_async_store(desc, [0, 0], tile)
     x = Pointer(Buffer("x", np.zeros(64, np.float32), gl.float32))
     with pytest.raises(ModelError, match="floating-point offsets.*// for a division"):
         x + np.arange(4) / 2

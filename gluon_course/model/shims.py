@@ -47,7 +47,7 @@ class Tensor(np.ndarray):
         return as_tensor(round_to(self, dtype))
 
     def permute(self, *order):
-        return _permute(self, order[0] if len(order) == 1 else order)
+        return _permute(self, *order)
 
 
 def as_tensor(x) -> Tensor:
@@ -613,8 +613,15 @@ def _expand_dims(x, axis):
     return as_tensor(np.expand_dims(value_of(x), int(axis)))
 
 
-def _reshape(x, shape, **kwargs):
-    v, shape = np.asarray(value_of(x)), [int(s) for s in shape]
+def _dims(dims) -> list[int]:
+    """Triton's dims or shape, given as one tuple or as separate values (``permute(x, 1, 0)``, ``permute(x, (1, 0))``)."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    return [int(_int(d)) for d in dims]
+
+
+def _reshape(x, *shape, **kwargs):
+    v, shape = np.asarray(value_of(x)), _dims(shape)
     if int(np.prod(shape)) != v.size:
         raise ModelError(f"gl.reshape of a {list(v.shape)} tensor ({v.size} elements) to {shape} "
                          f"({int(np.prod(shape))} elements): a reshape keeps the number of elements")
@@ -629,8 +636,8 @@ def _split(x):
     return as_tensor(v[..., 0]), as_tensor(v[..., 1])
 
 
-def _permute(x, order):
-    v, order = np.asarray(value_of(x)), [int(o) for o in order]
+def _permute(x, *order):
+    v, order = np.asarray(value_of(x)), _dims(order)
     if sorted(order) != list(range(v.ndim)):
         raise ModelError(f"gl.permute of a {v.ndim}-D tensor {list(v.shape)} by {order}: the order names each of its "
                          f"dimensions 0 to {v.ndim - 1} once")
@@ -795,6 +802,7 @@ def tma_async_load(tensor_desc, coord, barrier, result, pred=True, multicast=Fal
     if not _pred(pred):
         return
     _require_descriptor(tensor_desc, "tma.async_load")
+    _require_shared(result, "tma.async_load")
     bar, me = _barrier(barrier), current()
     _require_initialised(bar)
     if list(result.shape) != tensor_desc.block_shape:
@@ -820,8 +828,16 @@ def tma_async_load(tensor_desc, coord, barrier, result, pred=True, multicast=Fal
     _try_complete(bar)
 
 
+def _require_shared(view, what: str) -> None:
+    if not isinstance(view, Shared):
+        raise ModelError(f"{what} takes a buffer in shared memory, not a tensor in registers: a TMA copy moves data "
+                         "between global and shared memory only (store the tile into a shared buffer first, fence, "
+                         "then hand that buffer to the copy)")
+
+
 def tma_async_store(tensor_desc, coord, src, cache_policy=None):
     _require_descriptor(tensor_desc, "tma.async_store")
+    _require_shared(src, "tma.async_store")
     me = current()
     check_read(src, "a TMA store", async_proxy=True)
     if list(src.shape) != tensor_desc.block_shape:

@@ -73,20 +73,23 @@ LAUNCHER_PROBLEMS = ((129, 40, 200), (17, 136, 392))
 def launcher_paths(mod):
     """Each path as the launcher takes it: Linear's plan (configuration, checks, the kernel's operand views and M, N,
     K), its grid, descriptors, split-K scratch and arguments, and Plan.launch, with the GPU stood in for by the host
-    model (model.launcher: 3 SMs); B either way, and with W as w.t() called twice (the second call through the kept
-    plan, descriptors and scratch); then the dispatch table's own configurations for the same problems."""
+    model (model.launcher: 3 SMs); W as w.t() on both problems, B K × N on the second; then the dispatch table's own
+    configurations for the same problems. A path that splits K (and the table's) is called twice with W as w.t(): the
+    second call through the kept plan, descriptors and split-K scratch, whose counters the first call must have left
+    at 0."""
     from gluon_course.grading import NotChecked
     from gluon_course.model import ModelUnsupported
     from gluon_course.model import gemm as model_gemm
 
-    runs = [(what, mod.Linear(config=overrides), ("col", "row")) for what, overrides in PATHS.items()]
-    runs.append(("the dispatch table's configuration", mod.Linear(table=mod._this_gpus_table()), ("col",)))
-    for what, linear, layouts in runs:
+    runs = [(what, mod.Linear(config=overrides), overrides.get("SPLIT_K", 1) > 1, ("col", "row"))
+            for what, overrides in PATHS.items()]
+    runs.append(("the dispatch table's configuration", mod.Linear(table=mod._this_gpus_table()), True, ("col",)))
+    for what, linear, again, layouts in runs:
         for b_layout in layouts:
             try:
                 problem = model_gemm.check_launcher(lambda a, b, c: linear.plan(a, b, c).launch(a, b, c),
-                                                    LAUNCHER_PROBLEMS, b_layout=b_layout,
-                                                    calls=2 if b_layout == "col" else 1)
+                                                    LAUNCHER_PROBLEMS if b_layout == "col" else LAUNCHER_PROBLEMS[1:],
+                                                    b_layout=b_layout, calls=2 if again and b_layout == "col" else 1)
             except ModelUnsupported as e:
                 return NotChecked(f"the host model does not model {e}")
             if problem:
@@ -635,7 +638,7 @@ CHECKS = LessonChecks(
         Check("launcher_paths", "the host model runs each path as the launcher takes it (Linear's plan, the kernel's "
               "views of A and B, its M and N, the grid, the descriptors, split-K's scratch and the arguments, as "
               "Plan.launch hands them over), and the dispatch table's configurations: C exact, each element written "
-              "once, a second call through the kept plan too", launcher_paths),
+              "once, a second call through the kept plan and split-K's scratch too", launcher_paths),
         Check("plan_refusals", "on CPU tensors, the launcher refuses each configuration and problem it cannot run "
               "(a K split into more slices than K steps, a wide tile's width or pairing, stream-K's settings and its "
               "int32 limit, W_FIRST, unknown keys, a mismatched K, rows TMA cannot read, half a warpgroup), each with "
