@@ -71,6 +71,16 @@ def from_trial(trial: dict, key: str, why: str, references: tuple[Reference, ...
     return around_first_run(value, text, why, references, run=TRIAL_RUN, **kw)
 
 
+def cpu_operands(M: int, N: int, K: int, dtype=None):
+    """A (M × K), B as ``w.t()`` of an N × K W (as nn.Linear keeps it) and C (M × N), empty CPU tensors (bf16 by
+    default): what a launcher's plan is built from before any GPU is asked for (``refuses`` on the CPU)."""
+    import torch
+
+    dtype = dtype or torch.bfloat16
+    w = torch.empty(N, K, dtype=dtype)
+    return torch.empty(M, K, dtype=dtype), w.t(), torch.empty(M, N, dtype=dtype)
+
+
 def refuses(cases: dict) -> str | None:
     """``cases``: {what: (call, error type or tuple, words)}. Each call must raise that error with a message that
     contains every word. None when all do, else one sentence about the first that does not (in the course's words:

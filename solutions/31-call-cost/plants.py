@@ -35,6 +35,10 @@ PLANTS = [
           '                                ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout",',
           '                                ("BLOCK_N", "BLOCK_M", "BLOCK_K", "acc_layout",',
           rejected_by="launcher_path"),
+    Plant("Matmul takes any config key: a misspelt key (BLOCK_SIZE) is silently ignored and the call runs at another "
+          "tile than the one asked for",
+          "        unknown = set(config or {}) - set(CONFIG)", "        unknown = set()",
+          rejected_by="plan_refusals"),
     # ---- caught on a GPU ----
     Plant("the descriptors are kept by the plan alone, never by address: a second A of the same shape is read from "
           "the first A's memory",

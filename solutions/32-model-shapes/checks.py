@@ -102,11 +102,7 @@ def plan_refusal_cases(mod) -> dict:
     """What the launcher must refuse before anything reaches a GPU, with CPU tensors: one case for each of the
     plan's own refusals (tests/test_launcher_paths.py holds the cases to every raise of the launcher's code), and
     the toolkit's checks it calls (the operands, TMA's 16-byte rule, the wgmma tile). {what: (call, error, words)}."""
-    import torch
-
-    def operands(M, N, K):
-        w = torch.empty(N, K, dtype=torch.bfloat16)
-        return torch.empty(M, K, dtype=torch.bfloat16), w.t(), torch.empty(M, N, dtype=torch.bfloat16)
+    from gluon_course.grading.gemm import cpu_operands as operands
 
     def plan(config, M=17, N=136, K=392, sms=None):
         return lambda: mod.Linear(config=config).plan(*operands(M, N, K), sms=sms)

@@ -307,6 +307,35 @@ def launcher_paths(mod):
     return None
 
 
+def plan_refusal_cases(mod) -> dict:
+    """What the launchers must refuse before anything reaches a GPU, with CPU tensors: one case for each of their own
+    refusals (tests/test_launcher_paths.py holds the cases to every raise of the launchers' code), and the toolkit's
+    checks they call (the operands, TMA's 16-byte rule, the wgmma tile). {what: (call, error, words)}."""
+    from gluon_course.grading.gemm import cpu_operands as operands
+
+    def plan(step, M=17, N=264, K=200, programs=None, **config):
+        return lambda: mod.plan(step, *operands(M, N, K), programs, **config)
+
+    return {
+        "an unknown config key": (plan("pingpong", BLOCK_SIZE=64), TypeError, ("BLOCK_SIZE",)),
+        "programs=0": (plan("pingpong", programs=0), ValueError, ("programs=0",)),
+        "LOAD_REGS=20": (plan("pingpong", LOAD_REGS=20), ValueError, ("LOAD_REGS=20", "setmaxnreg")),
+        "CLUSTER_M=3": (plan("cluster", CLUSTER_M=3), ValueError, ("CLUSTER_M=3",)),
+        "SNAKE=2 in step 3": (plan("subtile", SNAKE=2), ValueError, ("SNAKE=2",)),
+        "B with 190 rows for A's 200 columns": (lambda: mod.plan("pingpong", *(lambda a, b, c: (a, b[:190], c))(
+            *operands(17, 264, 200))), ValueError, ("190",)),
+        "K = 199 bf16 (398-byte rows of A)": (plan("pingpong", K=199), ValueError, ("16", "lesson 13")),
+        "BLOCK_N=300": (plan("pingpong", BLOCK_N=300), ValueError, ("BLOCK_N=300",)),
+    }
+
+
+def plan_refusals(mod):
+    """Every refusal of the launchers reached, on the CPU, with its sentence (plan_refusal_cases)."""
+    from gluon_course.grading.gemm import refuses
+
+    return refuses(plan_refusal_cases(mod))
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 # Shapes whose tiles of 256 rows (a cluster's) leave the second CTA's rows past M (300, 4097, 1000, 129) or wholly
 # outside it (127 × 264: one tile row of 128 in a cluster tile of 256), and programs that do not divide the tiles.
@@ -431,6 +460,9 @@ CHECKS = LessonChecks(
               "as a cluster of one CTA, subtile_matmul: the plan's descriptors, grid and arguments "
               "in the kernel's order): C exact, each element written once, a second call through the kept plan too, "
               "B either way (CPU tensors)", launcher_paths),
+        Check("plan_refusals", "on CPU tensors, the launchers refuse each configuration and problem they cannot run "
+              "(an unknown key, a non-positive grid, setmaxnreg's counts, a cluster size, step 3's settings, a "
+              "mismatched K, rows TMA cannot read, a tile wgmma cannot take), each with its sentence", plan_refusals),
         Check("host_model_cluster", "the host model runs cluster_kernel as a cluster of one CTA (it runs one CTA at a "
               "time): C exact, the two release barriers and the turns hold; the cluster's own counts are read from "
               "the listing (cluster_barriers_sm_90)", host_model_cluster),
