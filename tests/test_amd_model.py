@@ -219,7 +219,7 @@ def test_builtin_min_and_max_are_triton_s_elementwise_ones():
 def test_a_line_python_cannot_run_as_the_gpu_does_is_not_modelled_by_name():
     """The model concludes nothing from a line it cannot run: ModelUnsupported naming the line, which a check turns
     into 'not checked here'. An error of the model's own stays what it is."""
-    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import ModelError, ModelUnsupported
     from gluon_course.model.orders import tile_order
 
     def vector_condition(tile, m, n):
@@ -229,10 +229,18 @@ def test_a_line_python_cannot_run_as_the_gpu_does_is_not_modelled_by_name():
     with pytest.raises(ModelUnsupported, match=r"line \d+ of test_amd_model.py does \(`return \(0 if lanes"):
         tile_order(vector_condition, 4, 2, 2)
 
-    def model_error(tile, m, n):
+    def model_fault(tile, m, n):
         from gluon_course.model.shims import Pointer
-        Pointer(None) + Pointer(None)
+        Pointer(None).dtype                    # a pointer into no buffer: the caller's fault, raised inside the model
         return 0, 0
 
-    with pytest.raises(TypeError, match="a pointer plus a pointer"):
-        tile_order(model_error, 1, 1, 1)
+    with pytest.raises(AttributeError):
+        tile_order(model_fault, 1, 1, 1)
+
+    def pointer_plus_pointer(tile, m, n):
+        from gluon_course.model.shims import Pointer
+        Pointer(None) + Pointer(None)          # a kernel's mistake: the model's sentence for it
+        return 0, 0
+
+    with pytest.raises(ModelError, match="a pointer plus a pointer"):
+        tile_order(pointer_plus_pointer, 1, 1, 1)

@@ -90,26 +90,36 @@ def from_trial(trial: dict, key: str, why: str, references: tuple[Reference, ...
     return around_first_run(value, text, why, references, run=TRIAL_RUN, **kw)
 
 
+def cpu_operands(M: int, N: int, K: int, dtype=None):
+    """A (M × K), B as ``w.t()`` of an N × K W (as nn.Linear keeps it) and C (M × N), empty CPU tensors (bf16 by
+    default): what a launcher's plan is built from before any GPU is asked for (``refuses`` on the CPU)."""
+    import torch
+
+    dtype = dtype or torch.bfloat16
+    w = torch.empty(N, K, dtype=dtype)
+    return torch.empty(M, K, dtype=dtype), w.t(), torch.empty(M, N, dtype=dtype)
+
+
 def refuses(cases: dict) -> str | None:
     """``cases``: {what: (call, error type or tuple, words)}. Each call must raise that error with a message that
-    contains every word. None when all do, else one sentence about the first that does not."""
+    contains every word. None when all do, else one sentence about the first that does not (in the course's words:
+    no exception's type name)."""
     for what, (call, error, words) in cases.items():
         expected = error if isinstance(error, tuple) else (error,)
-        names = " or ".join(e.__name__ for e in expected)
         try:
             call()
         except expected as e:
             text = str(e)
             if not text:
-                return f"{what}: {type(e).__name__} without a message; it must say what to fix"
+                return f"{what}: refused without a sentence; the refusal must say what to fix"
             missing = [w for w in words if w not in text]
             if missing:
-                return f"{what}: the {type(e).__name__} says “{text}”, without {missing}"
+                return f"{what}: the refusal says “{text}”, without {missing}"
             continue
         except Exception as e:  # noqa: BLE001 - any other failure is the wrong one
-            return (f"{what}: the launcher stopped on an error of another kind ({explain(e)}) instead of refusing with a "
-                    f"{names} that says what to fix")
-        return f"{what}: accepted; the launcher must refuse it with a {names} that says what to fix"
+            return (f"{what}: it fails inside the launcher ({explain(e)}) instead of being refused: the launcher must "
+                    "check it first and refuse it with a sentence that says what to fix")
+        return f"{what}: accepted; the launcher must refuse it with a sentence that says what to fix"
     return None
 
 

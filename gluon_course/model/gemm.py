@@ -45,22 +45,74 @@ def check(launch, shapes, dtype: str = "bf16", b_layout: str = "row", tile=None,
             raise
         except ModelError as e:
             return f"{where}: {e}"
-        got = c_buf.values()
         want = round_to((a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32), gl_dtype)
-        writes = c_buf.writes.reshape(M, N)
-        for problem, mask in (("never written (still NaN)", writes == 0),
-                              ("written more than once (a tile computed twice?)", writes > 1),
-                              ("wrong", ~(got == want) & (writes == 1))):
-            if mask.any():
-                i, j = map(int, np.argwhere(mask)[0])
-                at = f"C[{i}, {j}]"
-                if tile is not None:
-                    at += f", in tile ({i // tile[0]}, {j // tile[1]}) of C"
-                detail = (f": got {got[i, j]:g}, expected {want[i, j]:g}" if problem == "wrong" else "")
-                return f"{where}: {int(mask.sum())} element(s) of C {problem}; the first is {at}{detail}"
-        problem = rule(programs) if rule is not None else None
+        problem = _compare(c_buf.values(), want, c_buf.writes.reshape(M, N), tile)
+        if problem is None and rule is not None:
+            problem = rule(programs)
         if problem:
             return f"{where}: {problem}"
+    return None
+
+
+def _compare(got, want, writes, tile=None) -> str | None:
+    """None when every element of C was written once and equals ``want``; else what went wrong, and where first."""
+    for problem, mask in (("never written (still NaN)", writes == 0),
+                          ("written more than once (a tile computed twice?)", writes > 1),
+                          ("wrong", ~(got == want) & (writes == 1))):
+        if mask.any():
+            i, j = map(int, np.argwhere(mask)[0])
+            at = f"C[{i}, {j}]"
+            if tile is not None:
+                at += f", in tile ({i // tile[0]}, {j // tile[1]}) of C"
+            detail = (f": got {got[i, j]:g}, expected {want[i, j]:g}" if problem == "wrong" else "")
+            return f"{int(mask.sum())} element(s) of C {problem}; the first is {at}{detail}"
+    return None
+
+
+def check_launcher(call, shapes, dtype: str = "bf16", b_layout: str = "row", sms: int = 3, calls: int = 1,
+                   tile=None) -> str | None:
+    """None when ``call(a, b, c)`` computes C = A·B exactly on every shape, writing each element of C once; else one
+    sentence. ``call`` is a launcher's own path (its plan, operand views, grid and kernel arguments, e.g.
+    ``lambda a, b, c: linear.plan(a, b, c).launch(a, b, c)``) on CPU torch tensors, run with the GPU stood in for by
+    the host model (``launcher.ModelGPU``, ``sms`` SMs): A and B as ``operands`` gives them (B K × N, or the
+    transpose of an N × K tensor when ``b_layout == "col"``, as ``w.t()``), C full of NaN. ``calls`` > 1 calls it
+    again on the same tensors (C poisoned again): the launcher's kept plan, descriptors and scratch."""
+    import torch
+
+    from .launcher import ModelGPU
+
+    gl_dtype = _gl_dtype(dtype)
+    torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    for M, N, K in shapes:
+        a_np, b_np = operands(M, N, K)
+        a = torch.from_numpy(a_np).to(torch_dtype)
+        b = (torch.from_numpy(b_np.T.copy()).to(torch_dtype).t() if b_layout == "col"
+             else torch.from_numpy(b_np).to(torch_dtype))
+        c = torch.empty((M, N), dtype=torch_dtype)
+        want = round_to((a_np.astype(np.float64) @ b_np.astype(np.float64)).astype(np.float32), gl_dtype)
+        for n in range(calls):
+            where = f"in the host model, {M}×{N}×{K} {dtype}" + (f", call {n + 1}" if calls > 1 else "")
+            c.fill_(float("nan"))
+            with ModelGPU(sms) as gpu:
+                for t, name in ((a, "A"), (b, "B"), (c, "C")):
+                    gpu.add(t, name)
+                try:
+                    call(a, b, c)
+                except ModelUnsupported:
+                    raise
+                except ModelError as e:
+                    return f"{where}: {e}"
+                except ValueError as e:
+                    return f"{where}: the launcher refused a problem it must take: {e}"
+                if not gpu.launches:
+                    return f"{where}: the launcher launched no kernel"
+                writes = gpu.writes(c)
+            problem = _compare(c.to(torch.float32).numpy(), want, writes, tile)
+            if problem and "never written" in problem:
+                problem += (": the launch covers less of C than there is; are the kernel's M and N the ones it "
+                            "computes (exchanged when it computes Cᵀ), and does the grid reach every tile?")
+            if problem:
+                return f"{where}: {problem}"
     return None
 
 
@@ -157,17 +209,20 @@ def pointer_launch(kernel, tile: dict, grid, constexprs: dict, num_warps: int = 
     return launch
 
 
-def linear_launch(kernel, constexprs: dict, split_k: int, swap_ab: bool, programs: int, dtype: str = "bf16",
-                  num_warps: int = 4):
+def linear_launch(kernel, constexprs: dict, split_k: int, swap_ab: bool, programs: int | None, dtype: str = "bf16",
+                  num_warps: int = 4, order=None, c_dtype: str | None = None):
     """The launch of lesson 32's ``kernel(a_desc, b_desc, c_desc, b2_desc, c2_desc, partial_ptr, arrivals_ptr, M, N,
     K, SPLIT_K, **constexprs)``: the kernel's A and B are the activations and B, or (``swap_ab``) B read as Wᵀ's
     transpose and the activations, with descriptors in the orientation ``constexprs`` says (A_KM, B_KN), and a wide
     tile's second strips of B and C (``BLOCK_N2`` columns; B's and C's own boxes without one); split-K's fp32
     slices and per-tile counters are model buffers, and the counters must be back at 0 when the launch ends.
-    ``programs``: the persistent grid (at most one per work unit)."""
+    ``programs``: the persistent grid (at most one per work unit; None: one per work unit), run in ``order``
+    (``run``'s; a callable of the number of programs may give it, as ``PROGRAM_ORDERS``' do). ``c_dtype="fp32"``
+    keeps C in fp32, so that every bit of a sum shows (``same_bits_in_any_order``)."""
     from triton.experimental.gluon import language as gl
 
     gl_dtype = _gl_dtype(dtype)
+    c_gl = gl.float32 if c_dtype == "fp32" else gl_dtype
     BM, BN, BK = constexprs["BLOCK_M"], constexprs["BLOCK_N"], constexprs["BLOCK_K"]
     BN2 = constexprs.get("BLOCK_N2", 0)
     strip = BN2 or BN
@@ -177,18 +232,22 @@ def linear_launch(kernel, constexprs: dict, split_k: int, swap_ab: bool, program
         blocks = ([BM, BK] if constexprs["A_KM"] else [BK, BM], [BK, BN] if constexprs["B_KN"] else [BN, BK],
                   [BN, BM] if swap_ab else [BM, BN], [BK, strip] if constexprs["B_KN"] else [strip, BK],
                   [strip, BM] if swap_ab else [BM, strip])
-        descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, gl_dtype))
-                 for buf, block in zip((ka, kb, c_buf, kb, c_buf), blocks)]
+        dtypes = (gl_dtype, gl_dtype, c_gl, gl_dtype, c_gl)
+        descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, dt),
+                                      element_bytes=4 if dt == gl.float32 else 2)
+                 for buf, block, dt in zip((ka, kb, c_buf, kb, c_buf), blocks, dtypes)]
         tiles = -(-kM // BM) * -(-kN // (BN + BN2))
         partial = Buffer("split-K slices", np.zeros(max(1, tiles * split_k * BM * (BN + BN2)), np.float32),
                          gl.float32)
         arrivals = Buffer("split-K counters", np.zeros(tiles, np.float32), gl.int32)
-        run_kernel(kernel, min(tiles * split_k, programs), *descs, Pointer(partial), Pointer(arrivals), kM, kN, K,
-                   split_k, num_warps=num_warps, **constexprs)
+        grid = tiles * split_k if programs is None else min(tiles * split_k, programs)
+        runs = run_kernel(kernel, grid, *descs, Pointer(partial), Pointer(arrivals), kM, kN, K, split_k,
+                          num_warps=num_warps, order=order(grid) if callable(order) else order, **constexprs)
         left = np.flatnonzero(arrivals.values())
         if left.size:
             raise ModelError(f"split-K's counter of tile {int(left[0])} is {arrivals.values()[left[0]]:g} after the "
                              "launch, not 0: the next call would count from there (reset it in the tile's last unit)")
+        return runs
     return launch
 
 
@@ -228,14 +287,25 @@ def streamk_launch(kernel, constexprs: dict, sk_tiles, swap_ab: bool, programs: 
     return launch
 
 
-def same_bits_in_any_order(make_launch, shapes, orders, b_layout: str = "row", dtype: str = "bf16") -> str | None:
+# The orders in which the host model runs a launch's programs to see whether a sum of partial results depends on which
+# program arrives last (split-K's slices, stream-K's partials): programs that never wait for one another may run in
+# any of them on a GPU. With one unit a program, "first to last" and "last to first" make the last arrival at a tile
+# its last unit and its first; "odd ones first" interleaves the two halves of a range.
+PROGRAM_ORDERS = {"first to last": None, "last to first": lambda n: list(range(n))[::-1],
+                  "odd ones first": lambda n: list(range(1, n, 2)) + list(range(0, n, 2))}
+
+
+def same_bits_in_any_order(make_launch, shapes, orders=None, b_layout: str = "row", dtype: str = "bf16") -> str | None:
     """None when a launch gives C with the same bits under every program order of ``orders`` (names → ``run``'s
-    ``order``, or a callable of the number of programs); else one sentence. ``make_launch(order)`` builds the launch,
-    with C in fp32; the operands are random bf16-exact values (not small integers), so that adding the same
-    numbers in another order changes the low bits of the sums."""
+    ``order``, or a callable of the number of programs; default ``PROGRAM_ORDERS``); else one sentence.
+    ``make_launch(order)`` builds the launch, with C in fp32; the operands are random bf16-exact values (not small
+    integers), so that adding the same numbers in another order changes the low bits of the sums. A sum of two
+    partials is the same in either order (a + b = b + a in fp32): only a tile whose sum has three partials or more
+    ((a + b) + c against a + (b + c)) can show an order that depends on who arrives last."""
     gl_dtype = _gl_dtype(dtype)
     from triton.experimental.gluon import language as gl
 
+    orders = PROGRAM_ORDERS if orders is None else orders
     for M, N, K in shapes:
         rng = np.random.default_rng(M * 131 + N * 7 + K)
         a = round_to(rng.standard_normal((M, K)).astype(np.float32), gl_dtype)
@@ -254,7 +324,9 @@ def same_bits_in_any_order(make_launch, shapes, orders, b_layout: str = "row", d
                 first = (name, got)
             elif not np.array_equal(got.view(np.uint32), first[1].view(np.uint32)):
                 i, j = map(int, np.argwhere(got.view(np.uint32) != first[1].view(np.uint32))[0])
-                return (f"in the host model, {M}×{N}×{K}: C[{i}, {j}] is {got[i, j]!r} with the programs run "
-                        f"{name} but {first[1][i, j]!r} run {first[0]}: a shared tile's partials are added in an "
-                        "order that depends on which program arrives last")
+                shown = [np.format_float_positional(x) for x in (got[i, j], first[1][i, j])]
+                return (f"in the host model, {M}×{N}×{K}: C[{i}, {j}] is {shown[0]} with the programs run "
+                        f"{name} but {shown[1]} run {first[0]}: the order in which a tile's partial sums are "
+                        "added depends on which unit arrives last, so C's bits change from run to run; add them in "
+                        "a fixed order (the first slice's first, then the next), whichever unit adds them")
     return None

@@ -150,10 +150,12 @@ _MODEL_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIBRARIES = (os.path.dirname(os.path.abspath(os.__file__)), os.path.dirname(os.path.dirname(os.path.abspath(np.__file__))))
 
 
-def unmodelled(error: BaseException) -> ModelUnsupported | None:
-    """When ``error`` was raised by a line of the kernel's own code run as Python (numpy refusing what the compiled
-    kernel does, say), the ModelUnsupported that names that line; None when it comes from the model itself (one of
-    its own errors, or a fault of the model, which must not be hidden as "not modelled")."""
+def unmodelled(error: BaseException) -> ModelError | ModelUnsupported | None:
+    """When ``error`` was raised by a line of the kernel's own code run as Python, what the model concludes: a
+    ModelError when the line combines tensors whose shapes do not broadcast to one shape (numpy refuses it where
+    Triton's compiler refuses it too: a mistake of the kernel, said as one), else the ModelUnsupported that names the
+    line (numpy refusing what the compiled kernel does); None when it comes from the model itself (one of its own
+    errors, or a fault of the model, which must not be hidden as "not modelled")."""
     frames, tb = [], error.__traceback__
     while tb is not None:
         frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
@@ -165,9 +167,13 @@ def unmodelled(error: BaseException) -> ModelUnsupported | None:
         if path.startswith(_LIBRARIES):
             continue
         code = linecache.getline(filename, lineno).strip()
-        # No exception's class name here: the learner reads this line ("not checked here: ...").
-        return ModelUnsupported(f"what line {lineno} of {os.path.basename(filename)} does (`{code}`): run as Python "
-                                "here it stops with an error (whether the kernel compiles, the compile checks say)")
+        line = f"line {lineno} of {os.path.basename(filename)}"
+        shapes = shims.broadcast_failure(error)
+        if shapes is not None:
+            return ModelError(f"{line} (`{code}`) combines tensors of shapes {' and '.join(shapes)}, which do not "
+                              "broadcast to one shape (Triton's compiler refuses it too): is one of them transposed, "
+                              "or built along the wrong axis ([:, None] against [None, :])?")
+        return ModelUnsupported(f"what {line} does (`{code}`): Python cannot run it as the compiled kernel runs it")
     return None
 
 

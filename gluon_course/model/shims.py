@@ -48,8 +48,7 @@ class Tensor(np.ndarray):
         return as_tensor(round_to(self, dtype))
 
     def permute(self, *order):
-        order = order[0] if len(order) == 1 else order
-        return as_tensor(np.transpose(np.asarray(self), [int(o) for o in order]))
+        return _permute(self, *order)
 
 
 def as_tensor(x) -> Tensor:
@@ -109,8 +108,19 @@ class Pointer:
 
     def __add__(self, other):
         if isinstance(other, Pointer):
-            raise TypeError("a pointer plus a pointer has no meaning: add offsets to one pointer")
-        return Pointer(self.buffer, self.offsets + np.asarray(value_of(other), dtype=np.int64))
+            raise ModelError("a pointer plus a pointer has no meaning: add offsets to one pointer")
+        other = np.asarray(value_of(other))
+        if other.dtype.kind == "f":
+            raise ModelError(f"a pointer into {self.buffer.name} plus floating-point offsets (Triton's compiler refuses "
+                             "them too): compute offsets with integers (// for a division, not /)")
+        try:
+            offsets = np.broadcast_shapes(self.offsets.shape, other.shape)
+        except ValueError:
+            raise ModelError(f"a pointer into {self.buffer.name} of shape {list(self.offsets.shape)} plus offsets of "
+                             f"shape {list(other.shape)}, which do not broadcast to one shape (Triton's compiler "
+                             "refuses them too): is one of them built along the wrong axis ([:, None] against "
+                             "[None, :])?") from None
+        return Pointer(self.buffer, self.offsets + other.astype(np.int64))
 
     __radd__ = __add__
 
@@ -123,9 +133,25 @@ class Pointer:
 
 # -- global memory: load and store ----------------------------------------------------------------
 
-def _broadcast(*arrays):
+def broadcast_failure(error: BaseException) -> list[str] | None:
+    """The shapes named in numpy's error when it could not broadcast arrays to one shape (["[64, 16]", "[16, 64]"]),
+    else None."""
+    text = str(error)
+    if not isinstance(error, ValueError) or not ("broadcast" in text or "non-broadcastable" in text):
+        return None
+    shapes = re.findall(r"\(([\d, ]*)\)", text)
+    return [f"[{', '.join(x.strip() for x in s.split(',') if x.strip())}]" for s in shapes] or ["of different sizes"]
+
+
+def _broadcast(*arrays, what: str = "gl.load", names=("pointers", "mask", "other")):
     shaped = [np.asarray(a) for a in arrays if a is not None]
-    shape = np.broadcast_shapes(*(a.shape for a in shaped))
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in shaped))
+    except ValueError:
+        given = ", ".join(f"{name} {list(np.shape(a))}" for name, a in zip(names, arrays)
+                          if a is not None and np.ndim(a) > 0)
+        raise ModelError(f"{what}'s {given} do not broadcast to one shape (Triton's compiler refuses them too): is "
+                         "one of them transposed, or built along the wrong axis ([:, None] against [None, :])?") from None
     return [None if a is None else np.broadcast_to(np.asarray(a), shape) for a in arrays]
 
 
@@ -147,7 +173,8 @@ def store(pointer, value, mask=None, *args, **kwargs):
     value = value_of(value, "stores")
     mask = True if mask is None else value_of(mask)
     offsets, values, mask_b = _broadcast(pointer.offsets, np.asarray(value, dtype=np.float32),
-                                         np.asarray(mask, dtype=bool))
+                                         np.asarray(mask, dtype=bool), what="gl.store",
+                                         names=("pointers", "values", "mask"))
     pointer.buffer.write(offsets, round_to(values, pointer.buffer.dtype), mask_b)
     current().unbarriered_stores = True
 
@@ -267,16 +294,32 @@ class Shared:
             if not 0 <= i < self.root.shape[0]:
                 raise ModelOutOfBounds(f"{self.root.name}.index({i}) outside its {self.root.shape[0]} slots")
             return Shared(self.root, i)
+        shape = self.view().shape
+        if not shape or not 0 <= i < shape[0]:
+            raise ModelOutOfBounds(f"{self.name()}.index({i}) of a view of shape {list(shape)}: outside its first "
+                                   "dimension")
         return Shared(self.root, self.slot, self.steps + (("index", i),))
 
     def permute(self, order):
-        return Shared(self.root, self.slot, self.steps + (("permute", tuple(int(o) for o in order)),))
+        order, shape = tuple(int(o) for o in order), self.view().shape
+        if sorted(order) != list(range(len(shape))):
+            raise ModelError(f"{self.name()}.permute({list(order)}) of a view of shape {list(shape)}: the order names "
+                             f"each of its dimensions 0 to {len(shape) - 1} once")
+        return Shared(self.root, self.slot, self.steps + (("permute", order),))
 
     def slice(self, start, length, dim=0):
-        return Shared(self.root, self.slot, self.steps + (("slice", (int(start), int(length), int(dim))),))
+        start, length, dim, shape = int(start), int(length), int(dim), self.view().shape
+        if not (0 <= dim < len(shape) and 0 <= start and start + length <= shape[dim]):
+            raise ModelOutOfBounds(f"{self.name()}.slice({start}, {length}, dim={dim}) of a view of shape "
+                                   f"{list(shape)}: outside it")
+        return Shared(self.root, self.slot, self.steps + (("slice", (start, length, dim)),))
 
     def reshape(self, shape):
-        return Shared(self.root, self.slot, self.steps + (("reshape", tuple(int(s) for s in shape)),))
+        shape, size = tuple(int(s) for s in shape), self.view().size
+        if int(np.prod(shape)) != size:
+            raise ModelError(f"{self.name()}.reshape({list(shape)}) of a view of {size} elements: a reshape keeps the "
+                             "number of elements")
+        return Shared(self.root, self.slot, self.steps + (("reshape", shape),))
 
     # accesses by the threads themselves
     def load(self, layout=None):
@@ -287,10 +330,24 @@ class Shared:
     def store(self, value):
         value = value_of(value, "stores")
         check_write(self, "the threads' own store (smem.store)")
-        self.write(round_to(np.broadcast_to(np.asarray(value), self.view().shape), self.root.dtype))
+        target, got = tuple(self.view().shape), tuple(np.shape(value))
+        try:
+            values = np.broadcast_to(np.asarray(value), target)
+        except ValueError:
+            raise ModelError(_store_shape_sentence(self.name(), got, target)) from None
+        self.write(round_to(values, self.root.dtype))
         for st in self.states():
             st.written_by_threads = st.ever_written = True
         program().log(current(), "smem.store", slot=self.name())
+
+
+def _store_shape_sentence(name: str, got: tuple, target: tuple) -> str:
+    said = f"the tile stored into {name} (smem.store) has shape {list(got)} where the buffer is {list(target)}"
+    if len(got) == 2 and got[::-1] == target:
+        return (said + ": it is the buffer's shape transposed. A tile computed transposed (swap-AB computes Cᵀ, its "
+                "rows along C's N) must be permuted, gl.permute(tile, (1, 0)), before it is stored into a buffer of "
+                "C's box")
+    return said + ": a tile goes into a buffer of its own shape (for a TMA store, the descriptor's box)"
 
 
 class BarrierRef:
@@ -543,7 +600,9 @@ def _matmul(a, b, acc, use_acc=True) -> Tensor:
     product = a @ b
     acc = np.asarray(acc, dtype=np.float64)
     if acc.shape != product.shape:
-        raise ModelError(f"the accumulator is {list(acc.shape)} but A·B is {list(product.shape)}")
+        raise ModelError(f"the accumulator is {list(acc.shape)} but A·B is {list(product.shape)}: a product adds into "
+                         "an accumulator of A's rows by B's columns (is the tile's size read off another box than "
+                         "A's and B's?)")
     if use_acc is not True:
         use_acc = bool(np.asarray(value_of(use_acc)))
     return as_tensor((product + (acc if use_acc else 0)).astype(np.float32))
@@ -624,8 +683,19 @@ def _expand_dims(x, axis):
     return as_tensor(np.expand_dims(value_of(x), int(axis)))
 
 
-def _reshape(x, shape, **kwargs):
-    return as_tensor(np.reshape(value_of(x), [int(s) for s in shape]))
+def _dims(dims) -> list[int]:
+    """Triton's dims or shape, given as one tuple or as separate values (``permute(x, 1, 0)``, ``permute(x, (1, 0))``)."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    return [int(_int(d)) for d in dims]
+
+
+def _reshape(x, *shape, **kwargs):
+    v, shape = np.asarray(value_of(x)), _dims(shape)
+    if int(np.prod(shape)) != v.size:
+        raise ModelError(f"gl.reshape of a {list(v.shape)} tensor ({v.size} elements) to {shape} "
+                         f"({int(np.prod(shape))} elements): a reshape keeps the number of elements")
+    return as_tensor(np.reshape(v, shape))
 
 
 def _split(x):
@@ -636,8 +706,12 @@ def _split(x):
     return as_tensor(v[..., 0]), as_tensor(v[..., 1])
 
 
-def _permute(x, order):
-    return as_tensor(np.transpose(value_of(x), [int(o) for o in order]))
+def _permute(x, *order):
+    v, order = np.asarray(value_of(x)), _dims(order)
+    if sorted(order) != list(range(v.ndim)):
+        raise ModelError(f"gl.permute of a {v.ndim}-D tensor {list(v.shape)} by {order}: the order names each of its "
+                         f"dimensions 0 to {v.ndim - 1} once")
+    return as_tensor(np.transpose(v, order))
 
 
 GL = {
@@ -802,6 +876,9 @@ class HostTensorDescriptor:
 
     def _window(self, coord):
         rows, cols = self.buffer.shape
+        if len(coord) != 2:
+            raise ModelError(f"a TMA copy at {len(coord)} coordinate(s) through a 2-D descriptor of "
+                             f"{self.buffer.name}: give one coordinate per dimension, [row, column]")
         (r, c), (h, w) = [int(_int(x)) for x in coord], self.block_shape
         r0, r1, c0, c1 = max(r, 0), min(r + h, rows), max(c, 0), min(c + w, cols)
         return r, c, r0, r1, c0, c1
@@ -837,13 +914,16 @@ def tma_async_load(tensor_desc, coord, barrier, result, pred=True, multicast=Fal
     if not _pred(pred):
         return
     _require_descriptor(tensor_desc, "tma.async_load")
+    _require_shared(result, "tma.async_load")
     me = current()
     if list(result.shape) != tensor_desc.block_shape:
         raise ModelError(f"tma.async_load of a {tensor_desc.block_shape} block into {result.name()}, which is "
                          f"{result.shape}: the slot must have the descriptor's block shape")
     prog = program()
     if prog.cluster is None:
-        _tma_land(tensor_desc, coord, _barrier(barrier), result, tensor_desc.block_type.nbytes, local=True)
+        bar = _barrier(barrier)
+        _require_initialised(bar)
+        _tma_land(tensor_desc, coord, bar, result, tensor_desc.block_type.nbytes, local=True)
         return
     # A cluster: which CTAs the copy lands in, each in its part of the tile, each reported on its own barrier.
     cl = prog.cluster
@@ -902,8 +982,16 @@ def _tma_land(tensor_desc, coord, bar, result, nbytes: int, local: bool) -> None
     _try_complete(bar)
 
 
+def _require_shared(view, what: str) -> None:
+    if not isinstance(view, Shared):
+        raise ModelError(f"{what} takes a buffer in shared memory, not a tensor in registers: a TMA copy moves data "
+                         "between global and shared memory only (store the tile into a shared buffer first, fence, "
+                         "then hand that buffer to the copy)")
+
+
 def tma_async_store(tensor_desc, coord, src, cache_policy=None):
     _require_descriptor(tensor_desc, "tma.async_store")
+    _require_shared(src, "tma.async_store")
     me, prog = current(), program()
     mine = None
     if prog.cluster is not None:
@@ -946,7 +1034,7 @@ def cp_async_load(smem, pointer, mask=None, *args, **kwargs):
     if not isinstance(pointer, Pointer):
         raise ModelUnsupported("async_copy.async_load from something other than a pointer tensor")
     mask = True if mask is None else value_of(mask)
-    offsets, mask_b = _broadcast(pointer.offsets, np.asarray(mask, dtype=bool))
+    offsets, mask_b = _broadcast(pointer.offsets, np.asarray(mask, dtype=bool), what="async_copy.async_load")
     if list(offsets.shape) != smem.shape:
         raise ModelError(f"async_copy.async_load of {list(offsets.shape)} pointers into {smem.name()} "
                          f"({smem.shape}): the shapes must match")

@@ -57,6 +57,9 @@ class Support:
 # Which classes a lesson's GPU checks are written for: grading.classes, shared with the launchers' refusals.
 _calls = calls
 _spans = spans
+# The checks that run a lesson's kernel in the host model: its own (host_model) and its launcher's path into it
+# (launcher_path, launcher_paths: lessons 31 to 33).
+HOST_MODEL_KEYS = ("host_model", "launcher_path", "launcher_paths")
 
 
 def _recorded_classes(number: str) -> dict:
@@ -87,7 +90,8 @@ def lesson_support(root: Path | None = None) -> list[Support]:
         rows.append(Support(number, the.title, page if page in where else None,
                             where.get(page, "Not yet in the website's table of contents"), tuple(spec.targets),
                             gpu_classes(the),
-                            len(spec.machine_code), per_target, any(c.key == "host_model" for c in spec.machine_code),
+                            len(spec.machine_code), per_target,
+                            any(c.key in HOST_MODEL_KEYS for c in spec.machine_code),
                             len(spec.correctness), len(spec.figures), _recorded_classes(number)))
     order = {caption: i for i, (caption, _) in enumerate(parts)}
     return sorted(rows, key=lambda r: (order.get(r.part, len(order)), r.number))

@@ -72,6 +72,56 @@ def encoded_launch(mod):
     return None
 
 
+# M and N far apart (M and N exchanged anywhere on the way leaves tiles of C out), tiles of 128 × 256 cut by every
+# edge, K in 2 and 4 steps.
+LAUNCHER_PROBLEMS = ((300, 40, 136), (17, 264, 200))
+
+
+def launcher_path(mod):
+    """The plan's own path (its checks, descriptors, grid and the kernel's arguments, as Plan.launch hands them to
+    lesson 19's kernel) with the GPU stood in for by the host model (model.launcher, 3 SMs): C exact, each element
+    written once, B K × N and as w.t() (called twice: the second through the kept plan and descriptors)."""
+    from gluon_course.grading import NotChecked
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import gemm as model_gemm
+
+    for b_layout in ("col", "row"):
+        f = mod.Matmul()
+        try:
+            problem = model_gemm.check_launcher(lambda a, b, c: f.plan(a, b, c).launch(a, b, c), LAUNCHER_PROBLEMS,
+                                                b_layout=b_layout, calls=2 if b_layout == "col" else 1)
+        except ModelUnsupported as e:
+            return NotChecked(f"the host model does not model {e}")
+        if problem:
+            return (f"through the plan (checks, descriptors, grid, arguments), B "
+                    f"{'K × N' if b_layout == 'row' else 'as w.t()'}: {problem}")
+    return None
+
+
+def plan_refusal_cases(mod) -> dict:
+    """What the launcher must refuse before anything reaches a GPU, with CPU tensors: its own refusal (an unknown
+    key; tests/test_launcher_paths.py holds the cases to every raise of the launcher's code) and the toolkit's checks
+    the plan calls (the operands, TMA's 16-byte rule, the wgmma tile). {what: (call, error, words)}."""
+    from gluon_course.grading.gemm import cpu_operands as operands
+
+    return {
+        "an unknown config key": (lambda: mod.Matmul({"BLOCK_SIZE": 64}), TypeError, ("BLOCK_SIZE",)),
+        "B with 190 rows for A's 200 columns": (lambda: mod.Matmul().plan(*(lambda a, b, c: (a, b[:190], c))(
+            *operands(17, 264, 200))), ValueError, ("190",)),
+        "K = 199 bf16 (398-byte rows of A)": (lambda: mod.Matmul().plan(*operands(17, 264, 199)), ValueError,
+                                              ("16", "lesson 13")),
+        "num_warps=2 (half a warpgroup)": (lambda: mod.Matmul({"num_warps": 2}).plan(*operands(17, 264, 200)),
+                                           ValueError, ("warpgroup",)),
+    }
+
+
+def plan_refusals(mod):
+    """Every refusal of the launcher reached, on the CPU, with its sentence (plan_refusal_cases)."""
+    from gluon_course.grading.gemm import refuses
+
+    return refuses(plan_refusal_cases(mod))
+
+
 def _compiled(mod, b_kn: bool, dtype: str = "bf16"):
     from triton.experimental.gluon import language as gl
 
@@ -275,6 +325,11 @@ CHECKS = LessonChecks(
         Check("encoded_launch", "with Triton's driver stood in for, a launch hands driver.c what Triton's own "
               "launcher would, encodes a kept set of descriptors once, and encodes anew for another address (host "
               "code, CPU tensors)", encoded_launch),
+        Check("launcher_path", "the host model runs lesson 19's kernel as the plan launches it (its descriptors, "
+              "grid and arguments in the kernel's order): C exact, each element written once, a second call through "
+              "the kept plan and descriptors too, B either way (host code, CPU tensors)", launcher_path),
+        Check("plan_refusals", "on CPU tensors, the launcher refuses an unknown key, a mismatched K, rows TMA "
+              "cannot read and half a warpgroup, each with its sentence", plan_refusals),
         Check("kernel_sm_90", "sm_90: the plans launch lesson 19's kernel (HGMMA, UTMASTG) at your CONFIG, fitting "
               "one SM with no spills, B either way", kernel, target="sm_90"),
     ],

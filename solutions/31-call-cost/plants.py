@@ -68,6 +68,15 @@ PLANTS = [
           "descriptors on every call",
           "            self.descriptors.popitem(last=False)", "            self.descriptors.popitem(last=True)",
           rejected_by="descriptors"),
+    Plant("the kernel's arguments name BLOCK_N before BLOCK_M: the kernel takes a 256 × 128 tile where the plan's "
+          "descriptors hold boxes of a 128 × 256 one",
+          '                                ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout",',
+          '                                ("BLOCK_N", "BLOCK_M", "BLOCK_K", "acc_layout",',
+          rejected_by="launcher_path"),
+    Plant("Matmul takes any config key: a misspelt key (BLOCK_SIZE) is silently ignored and the call runs at another "
+          "tile than the one asked for",
+          "        unknown = set(config or {}) - set(CONFIG)", "        unknown = set()",
+          rejected_by="plan_refusals"),
     # ---- caught on a GPU ----
     Plant("the descriptors are kept by the plan alone, never by address: a second A of the same shape is read from "
           "the first A's memory",

@@ -66,6 +66,115 @@ def host_model(mod):
     return None
 
 
+# The launcher's paths on two problems whose M and N are far apart (so that M and N exchanged, or the wrong one of
+# them counted, leaves tiles of C out), with tiles cut by every edge: 129 rows and 40 columns, K in 4 steps (3 ways
+# split: slices of 1, 1 and 2); 17 decode rows and 136 columns, K in 7 steps.
+LAUNCHER_PROBLEMS = ((129, 40, 200), (17, 136, 392))
+
+
+def launcher_paths(mod):
+    """Each path as the launcher takes it: Linear's plan (configuration, checks, the kernel's operand views and M, N,
+    K), its grid, descriptors, split-K scratch and arguments, and Plan.launch, with the GPU stood in for by the host
+    model (model.launcher: 3 SMs); W as w.t() on both problems, B K × N on the second; then the dispatch table's own
+    configurations for the same problems. A path that splits K (and the table's) is called twice with W as w.t(): the
+    second call through the kept plan, descriptors and split-K scratch, whose counters the first call must have left
+    at 0."""
+    from gluon_course.grading import NotChecked
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import gemm as model_gemm
+
+    runs = [(what, mod.Linear(config=overrides), overrides.get("SPLIT_K", 1) > 1, ("col", "row"))
+            for what, overrides in PATHS.items()]
+    runs.append(("the dispatch table's configuration", mod.Linear(table=mod._this_gpus_table()), True, ("col",)))
+    for what, linear, again, layouts in runs:
+        for b_layout in layouts:
+            try:
+                problem = model_gemm.check_launcher(lambda a, b, c: linear.plan(a, b, c).launch(a, b, c),
+                                                    LAUNCHER_PROBLEMS if b_layout == "col" else LAUNCHER_PROBLEMS[1:],
+                                                    b_layout=b_layout, calls=2 if again and b_layout == "col" else 1)
+            except ModelUnsupported as e:
+                return NotChecked(f"the host model does not model {e}")
+            if problem:
+                return (f"through the launcher (plan, views, grid, arguments), {what}, B "
+                        f"{'K × N' if b_layout == 'row' else 'as w.t()'}: {problem}")
+    return None
+
+
+def plan_refusal_cases(mod) -> dict:
+    """What the launcher must refuse before anything reaches a GPU, with CPU tensors: one case for each of the
+    plan's own refusals (tests/test_launcher_paths.py holds the cases to every raise of the launcher's code), and
+    the toolkit's checks it calls (the operands, TMA's 16-byte rule, the wgmma tile). {what: (call, error, words)}."""
+    from gluon_course.grading.gemm import cpu_operands as operands
+
+    def plan(config, M=17, N=136, K=392, sms=None):
+        return lambda: mod.Linear(config=config).plan(*operands(M, N, K), sms=sms)
+
+    # Stream-K's index arithmetic on 4096 tiles of 64 × 64 with 12 K steps each, on as many SMs as it could use:
+    # 49152 programs × 49152 shared steps pass 2³¹.
+    wide = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3}
+    return {
+        "SPLIT_K=8 with K = 392 (7 steps of 64)": (plan({"SPLIT_K": 8}), ValueError, ("SPLIT_K=8", "7", "empty")),
+        "SPLIT_K=0": (plan({"SPLIT_K": 0}), ValueError, ("SPLIT_K=0",)),
+        "BLOCK_N2=48": (plan({"BLOCK_N": 64, "BLOCK_N2": 48}), ValueError, ("BLOCK_N2=48", "power of two")),
+        "BLOCK_N2=32 with swap-AB": (plan({"BLOCK_N": 64, "BLOCK_N2": 32, "SWAP_AB": True}), ValueError,
+                                     ("BLOCK_N2=32", "swap-AB")),
+        "STREAM_K=1 with SPLIT_K=2": (plan({"STREAM_K": 1, "SPLIT_K": 2}), ValueError, ("STREAM_K=1", "SPLIT_K=2")),
+        "STREAM_K=-1": (plan({"STREAM_K": -1}), ValueError, ("STREAM_K=-1",)),
+        "W_FIRST=1 with STREAM_K=1": (plan({"W_FIRST": 1, "STREAM_K": 1}), ValueError, ("W_FIRST=1", "stream-K")),
+        "W_FIRST=2": (plan({"W_FIRST": 2}), ValueError, ("W_FIRST=2",)),
+        "stream-K on 4096 tiles of 12 K steps, 2²⁰ SMs": (plan({**wide, "STREAM_K": 1}, 4096, 4096, 768, sms=2 ** 20),
+                                                         ValueError, ("int32",)),
+        "an unknown config key": (lambda: mod.Linear(config={"BLOCK_SIZE": 64}), TypeError, ("BLOCK_SIZE",)),
+        "B with 390 rows for A's 392 columns": (lambda: mod.Linear().plan(*(lambda a, b, c: (a, b[:390], c))(
+            *operands(17, 136, 392))), ValueError, ("390",)),
+        "K = 391 bf16 (782-byte rows of A)": (plan({}, K=391), ValueError, ("16", "lesson 13")),
+        "num_warps=2 (half a warpgroup)": (plan({"num_warps": 2}), ValueError, ("warpgroup",)),
+    }
+
+
+def plan_refusals(mod):
+    """Every refusal of the launcher reached, on the CPU, with its sentence (plan_refusal_cases)."""
+    from gluon_course.grading.gemm import refuses
+
+    return refuses(plan_refusal_cases(mod))
+
+
+# Split-K's slices, added by the unit that arrives last at the tile's counter, must give the same bits whichever unit
+# that is. Each path that adds slices, K in 3 of them (two give the same bits in either order: a + b = b + a in fp32,
+# but (a + b) + c need not equal a + (b + c)), one program a unit, C in fp32: 392 = 7 K steps of 64, slices of 2, 2
+# and 3 steps; one tile of C (the wide tile's second strip holds columns 64 to 95 of the 96).
+SPLIT_ORDER = {"a tile, K split 3 ways": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3, "SPLIT_K": 3},
+                                          (17, 40, 392)),
+               "swap-AB, K split 3 ways": ({"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3, "SPLIT_K": 3,
+                                            "SWAP_AB": True}, (17, 40, 392)),
+               "a wide tile (64 + 32 columns), K split 3 ways": ({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_N2": 32,
+                                                                  "num_warps": 4, "STAGES": 3, "SPLIT_K": 3},
+                                                                 (17, 96, 392))}
+
+
+def split_order(mod):
+    """Each split path in the host model, its units run in the toolkit's program orders (model.gemm.PROGRAM_ORDERS:
+    the last to arrive at the tile is its last slice's unit, then its first): C's fp32 bits the same in every order."""
+    from gluon_course.grading import NotChecked
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import gemm as model_gemm
+
+    for what, (overrides, shape) in SPLIT_ORDER.items():
+        cfg = {**mod.CONFIG, **overrides}
+        constexprs = mod.kernel_args(cfg, cfg["SWAP_AB"], False)
+
+        def launch(order, cfg=cfg, constexprs=constexprs):
+            return model_gemm.linear_launch(mod.linear_kernel, constexprs, cfg["SPLIT_K"], cfg["SWAP_AB"],
+                                            programs=None, num_warps=cfg["num_warps"], order=order, c_dtype="fp32")
+        try:
+            problem = model_gemm.same_bits_in_any_order(launch, [shape], b_layout="col")
+        except ModelUnsupported as e:
+            return NotChecked(f"the host model does not model {e}")
+        if problem:
+            return f"{what}, B as w.t(): {problem}"
+    return None
+
+
 def _compiled(mod, overrides, b_kn=False, dtype="bf16"):
     from triton.experimental.gluon import language as gl
 
@@ -199,10 +308,9 @@ STREAMK_PATHS = {"stream-K, every tile": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_wa
 # Odd M from 1 up (8193 scaled down to what the model runs), N and K multiples of 8.
 STREAMK_PROBLEMS = ((1, 72, 520), (17, 136, 392), (129, 264, 200), (300, 40, 136), (513, 24, 72))
 # 17 × 136 × 392 on 9 programs: 3 tiles of 7 K steps, 21 steps, 2 or 3 per program: tile 0 is shared by 3 programs,
-# the least for which the order of additions can change a sum's bits (a + b and b + a are the same in fp32).
+# the least for which the order of additions can change a sum's bits (a + b and b + a are the same in fp32). The
+# programs run in the toolkit's orders (model.gemm.PROGRAM_ORDERS), as split-K's units do (split_order).
 DETERMINISM = ((17, 136, 392), 9)
-ORDERS = {"first to last": None, "last to first": lambda n: list(range(n))[::-1],
-          "odd ones first": lambda n: list(range(1, n, 2)) + list(range(0, n, 2))}
 
 
 def _streamk_launch(mod, cfg, b_layout, programs, order=None, c_dtype=None):
@@ -240,7 +348,8 @@ def streamk_host_model(mod):
             cfg = {**mod.CONFIG, **overrides}
             for b_layout in ("col", "row"):
                 for order in ("first to last", "last to first"):
-                    problem = model_gemm.check(_streamk_launch(mod, cfg, b_layout, programs, ORDERS[order]),
+                    problem = model_gemm.check(_streamk_launch(mod, cfg, b_layout, programs,
+                                                               model_gemm.PROGRAM_ORDERS[order]),
                                                STREAMK_PROBLEMS, b_layout=b_layout)
                     if problem:
                         return (f"{what}, B {'K × N' if b_layout == 'row' else 'as w.t()'}, programs run {order}: "
@@ -248,7 +357,7 @@ def streamk_host_model(mod):
         (shape, programs) = DETERMINISM
         cfg = {**mod.CONFIG, **STREAMK_PATHS["stream-K, every tile"][0]}
         problem = model_gemm.same_bits_in_any_order(
-            lambda order: _streamk_launch(mod, cfg, "col", programs, order=order, c_dtype="fp32"), [shape], ORDERS,
+            lambda order: _streamk_launch(mod, cfg, "col", programs, order=order, c_dtype="fp32"), [shape],
             b_layout="col")
     except ModelUnsupported as e:
         return NotChecked(f"the host model does not model {e}")
@@ -566,6 +675,17 @@ CHECKS = LessonChecks(
               "both, a wide tile unsplit and split; B either way): C exact, each element written once, every "
               "split-K counter back at 0",
               host_model),
+        Check("launcher_paths", "the host model runs each path as the launcher takes it (Linear's plan, the kernel's "
+              "views of A and B, its M and N, the grid, the descriptors, split-K's scratch and the arguments, as "
+              "Plan.launch hands them over), and the dispatch table's configurations: C exact, each element written "
+              "once, a second call through the kept plan and split-K's scratch too", launcher_paths),
+        Check("plan_refusals", "on CPU tensors, the launcher refuses each configuration and problem it cannot run "
+              "(a K split into more slices than K steps, a wide tile's width or pairing, stream-K's settings and its "
+              "int32 limit, W_FIRST, unknown keys, a mismatched K, rows TMA cannot read, half a warpgroup), each with "
+              "its sentence", plan_refusals),
+        Check("split_order", "the host model runs each split path (a tile, swap-AB, a wide tile; K split 3 ways) "
+              "with its units arriving in three orders: C's fp32 bits the same whichever unit adds the slices",
+              split_order),
         Check("split_protocol_sm_90", "sm_90, split-K: the slice stored, a barrier among the consumers, the release "
               "fence and the atomic add, the slices read from L2 (.cg), the counter reset, C by one TMA store",
               split_protocol, target="sm_90"),

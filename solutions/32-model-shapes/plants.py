@@ -8,6 +8,17 @@ PLANTS = [
           "tma.async_store(c_desc, [off_n, off_m], c_smem)",
           "tma.async_store(c_desc, [off_m, off_n], c_smem)",
           rejected_by="host_model"),
+    Plant("swap-AB's tile of Cᵀ is stored without the permute: a [BLOCK_M, BLOCK_N] tile written into C's "
+          "[BLOCK_N, BLOCK_M] buffer",
+          "c_smem.store(gl.permute(values, (1, 0)).to(c_desc.dtype))", "c_smem.store(values.to(c_desc.dtype))",
+          rejected_by="host_model"),
+    Plant("swap-AB's TMA store is handed the tile in registers instead of the shared buffer it was written to",
+          "        tma.async_store(c_desc, [off_n, off_m], c_smem)", "        tma.async_store(c_desc, [off_n, off_m], values)",
+          rejected_by="host_model"),
+    Plant("split-K's slices laid out BLOCK_N × BLOCK_M: the offsets of a slice do not have the accumulator's shape",
+          "            in_tile = tile_offsets(BLOCK_M, BLOCK_N, acc_layout)",
+          "            in_tile = tile_offsets(BLOCK_N, BLOCK_M, acc_layout)",
+          rejected_by="host_model"),
     Plant("each slice of K is k_tiles // SPLIT_K steps long: when SPLIT_K does not divide the steps, the last ones "
           "are never summed",
           "k_last = (split + 1) * k_tiles // SPLIT_K", "k_last = k_first + k_tiles // SPLIT_K",
@@ -15,6 +26,55 @@ PLANTS = [
     Plant("the tile's counter is never reset: the next call's units count from SPLIT_K and no one adds the slices",
           "                gl.atomic_xchg(arrivals_ptr + tile, 0, sem=\"relaxed\", scope=\"gpu\")\n", "",
           rejected_by="host_model"),
+    Plant("split-K: the last unit starts from its own sum in registers and adds the other slices to it (one read "
+          "fewer): the order of the additions depends on which unit arrives last, so C's bits change from run to run",
+          """                total = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+                total2 = total
+                if BLOCK_N2 > 0:
+                    total2 = gl.zeros([BLOCK_M, BLOCK_N2], gl.float32, layout=acc2_layout)
+                for s in range(SPLIT_K):
+                    # .cg: from L2, where the other SMs' slices are; this SM's L1 may hold nothing of them.
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                    if BLOCK_N2 > 0:
+                        total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
+""",
+          """                total = acc
+                total2 = acc2
+                for s in range(SPLIT_K):
+                    if s != split:
+                        total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                        if BLOCK_N2 > 0:
+                            total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
+""",
+          rejected_by="split_order"),
+    Plant("split-K on a wide tile: the second strip's sum starts from the last unit's own registers (the first strip's "
+          "is added in order): its bits depend on which unit arrives last",
+          """                total2 = total
+                if BLOCK_N2 > 0:
+                    total2 = gl.zeros([BLOCK_M, BLOCK_N2], gl.float32, layout=acc2_layout)
+                for s in range(SPLIT_K):
+                    # .cg: from L2, where the other SMs' slices are; this SM's L1 may hold nothing of them.
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                    if BLOCK_N2 > 0:
+                        total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
+""",
+          """                total2 = acc2
+                for s in range(SPLIT_K):
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                    if BLOCK_N2 > 0:
+                        if s != split:
+                            total2 += gl.load(slices + s * TILE + in_strip, cache_modifier=".cg")
+""",
+          rejected_by="split_order"),
+    Plant("operand_views leaves M and N as they are under swap-AB: the kernel, which computes Cᵀ, counts W's rows "
+          "as the activations' and leaves tiles of C out",
+          "    return (b if b_kn else b.t()), a, N, M", "    return (b if b_kn else b.t()), a, M, N",
+          rejected_by="launcher_paths"),
+    Plant("the plan no longer refuses SPLIT_K above the K steps: a slice of K may be empty, and its unit, which waits "
+          "for no K step, still releases the ring slot of the step before (one arrival too many for the producer)",
+          "if not (isinstance(split, int) and 1 <= split <= triton.cdiv(K, BK)):",
+          "if not (isinstance(split, int) and 1 <= split):",
+          rejected_by="plan_refusals"),
     Plant("the atomic that announces a slice is relaxed: another SM may see the count before the slice itself",
           'arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")',
           'arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="relaxed", scope="gpu")',

@@ -393,6 +393,64 @@ def _kept(mod):
 kept_plans = kept_plans_check(_kept)        # lesson 31's checks of plans and descriptors (nvidia.kept_plans)
 
 
+# The launchers' paths on one problem whose M and N are far apart (M and N exchanged on the way leaves tiles of C out),
+# 128 × 128 tiles cut by every edge, K in 4 steps; each step at its launcher's own configuration (step 2 as a cluster
+# of one CTA: the model runs one CTA at a time).
+LAUNCHER_PROBLEMS = ((17, 264, 200),)
+LAUNCHER_STEPS = {"pingpong_matmul": ("pingpong", {}), "matmul with CLUSTER_M=1": ("cluster", {"CLUSTER_M": 1}),
+                  "subtile_matmul": ("subtile", {})}
+
+
+def launcher_paths(mod):
+    """Each step as its launcher takes it (plan: checks, blocks, descriptors kept by address, grid, the kernel's
+    arguments; Plan.launch), with the GPU stood in for by the host model (model.launcher, 3 SMs): C exact, each
+    element written once, B K × N and as w.t() (called twice: the second through the kept plan)."""
+    from gluon_course.model import ModelUnsupported
+    from gluon_course.model import gemm as model_gemm
+
+    for what, (step, config) in LAUNCHER_STEPS.items():
+        for b_layout in ("col", "row"):
+            try:
+                problem = model_gemm.check_launcher(
+                    lambda a, b, c: mod.plan(step, a, b, c, **config).launch(a, b, c), LAUNCHER_PROBLEMS,
+                    b_layout=b_layout, calls=2 if b_layout == "col" else 1)
+            except ModelUnsupported as e:
+                return NotChecked(f"the host model does not model {e}")
+            if problem:
+                return (f"through the launcher (plan, descriptors, grid, arguments), {what}, B "
+                        f"{'K × N' if b_layout == 'row' else 'as w.t()'}: {problem}")
+    return None
+
+
+def plan_refusal_cases(mod) -> dict:
+    """What the launchers must refuse before anything reaches a GPU, with CPU tensors: one case for each of their own
+    refusals (tests/test_launcher_paths.py holds the cases to every raise of the launchers' code), and the toolkit's
+    checks they call (the operands, TMA's 16-byte rule, the wgmma tile). {what: (call, error, words)}."""
+    from gluon_course.grading.gemm import cpu_operands as operands
+
+    def plan(step, M=17, N=264, K=200, programs=None, **config):
+        return lambda: mod.plan(step, *operands(M, N, K), programs, **config)
+
+    return {
+        "an unknown config key": (plan("pingpong", BLOCK_SIZE=64), TypeError, ("BLOCK_SIZE",)),
+        "programs=0": (plan("pingpong", programs=0), ValueError, ("programs=0",)),
+        "LOAD_REGS=20": (plan("pingpong", LOAD_REGS=20), ValueError, ("LOAD_REGS=20", "setmaxnreg")),
+        "CLUSTER_M=3": (plan("cluster", CLUSTER_M=3), ValueError, ("CLUSTER_M=3",)),
+        "SNAKE=2 in step 3": (plan("subtile", SNAKE=2), ValueError, ("SNAKE=2",)),
+        "B with 190 rows for A's 200 columns": (lambda: mod.plan("pingpong", *(lambda a, b, c: (a, b[:190], c))(
+            *operands(17, 264, 200))), ValueError, ("190",)),
+        "K = 199 bf16 (398-byte rows of A)": (plan("pingpong", K=199), ValueError, ("16", "lesson 13")),
+        "BLOCK_N=300": (plan("pingpong", BLOCK_N=300), ValueError, ("BLOCK_N=300",)),
+    }
+
+
+def plan_refusals(mod):
+    """Every refusal of the launchers reached, on the CPU, with its sentence (plan_refusal_cases)."""
+    from gluon_course.grading.gemm import refuses
+
+    return refuses(plan_refusal_cases(mod))
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 # Shapes whose tiles of 256 rows (a cluster's) leave the second CTA's rows past M (300, 4097, 1000, 129) or wholly
 # outside it (127 × 264: one tile row of 128 in a cluster tile of 256), and programs that do not divide the tiles.
@@ -525,6 +583,13 @@ CHECKS = LessonChecks(
               "offset TMA refuses (each refused with TMA's rule); descriptors kept by address, not by Python object, "
               "holding no tensor; at most PLANS_KEPT plans and DESCRIPTORS_KEPT sets a plan, the oldest going first "
               "(host code, CPU tensors)", kept_plans),
+        Check("launcher_paths", "the host model runs each step as its launcher takes it (pingpong_matmul, matmul "
+              "as a cluster of one CTA, subtile_matmul: the plan's descriptors, grid and arguments "
+              "in the kernel's order): C exact, each element written once, a second call through the kept plan too, "
+              "B either way (CPU tensors)", launcher_paths),
+        Check("plan_refusals", "on CPU tensors, the launchers refuse each configuration and problem they cannot run "
+              "(an unknown key, a non-positive grid, setmaxnreg's counts, a cluster size, step 3's settings, a "
+              "mismatched K, rows TMA cannot read, a tile wgmma cannot take), each with its sentence", plan_refusals),
     ],
     correctness=[
         Check("correct_tma_shapes", "pingpong_matmul, matmul and subtile_matmul (snake and grouped) are correct on odd shapes with K, N multiples of 8 and "

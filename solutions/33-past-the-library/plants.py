@@ -104,6 +104,15 @@ PLANTS = [
           "key = (step, kept.signature(a, b, c), tuple(sorted(config.items())), programs)",
           "key = (step, kept.signature(a, b), tuple(sorted(config.items())), programs)", rejected_by="kept_plans",
           gpu=False),
+    Plant("step 3's plan gives C's descriptor a whole tile's columns instead of a subtile's: the consumer reads its "
+          "tile's width off C's box (two subtiles), so it multiplies for 256 columns where B's box holds 128",
+          "        c_cols = BN // c_split", "        c_cols = BN",
+          rejected_by="launcher_paths"),
+    Plant("the launcher no longer checks setmaxnreg's counts: LOAD_REGS=20, outside setmaxnreg's multiples of 8 from "
+          "24 to 256, goes to the kernel unchecked",
+          "        if not (isinstance(cfg[name], int) and 24 <= cfg[name] <= 256 and cfg[name] % 8 == 0):",
+          "        if not isinstance(cfg[name], int):",
+          rejected_by="plan_refusals"),
     # ---- caught on a GPU ----
     Plant("use_acc=False in the cluster's consumers: every K step's products overwrite acc instead of adding to it",
           "            acc = warpgroup_mma(a_ring.index(slot), b, acc, is_async=True)\n"
