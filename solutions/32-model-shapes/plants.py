@@ -147,10 +147,4 @@ PLANTS = [
     Plant("use_acc=False: every K step's products overwrite acc instead of adding to it",
           "acc = warpgroup_mma(a, b, acc, is_async=True)", "acc = warpgroup_mma(a, b, acc, is_async=True, use_acc=False)",
           rejected_by="correct_paths", gpu=True),
-    # ---- an exception raised in passing: the learner reads the course's sentence (the place, the likely cause) ----
-    Plant("swap-AB's tile stored without the permute: in the host model numpy cannot write a BLOCK_N × BLOCK_M tile "
-          "into C's BLOCK_M × BLOCK_N buffer, and the learner reads the two shapes and store_tile's gap, not numpy's "
-          "broadcast error",
-          "c_smem.store(gl.permute(values, (1, 0)).to(c_desc.dtype))", "c_smem.store(values.to(c_desc.dtype))",
-          rejected_by="host_model", in_passing=True),
 ]
