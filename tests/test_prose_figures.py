@@ -52,8 +52,8 @@ ALLOWED = [
     # are references in the lessons' checks, labelled as the design run wherever a lesson cites them.
     Allowed("the design run, labelled as such", sentence=r"design run"),
     # The lab notes are the history of the recordings, each dated: earlier recordings' figures, by definition not
-    # the current one's.
-    Allowed("the lab notes: earlier recordings, dated", file=r"^book/lab-notes\.md$"),
+    # the current one's. A lesson's history may have a page of its own (book/lab-notes/34.md).
+    Allowed("the lab notes: earlier recordings, dated", file=r"^book/lab-notes(?:\.md$|/)"),
     # Constants of the hardware as its vendor publishes them, not measured by the course.
     Allowed("a datasheet constant", sentence=r"datasheet"),
     # Vendor figures, labelled as the vendor's (AMD's MI355X figures from its blog and tutorial).
