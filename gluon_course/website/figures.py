@@ -127,8 +127,9 @@ def rewrite(text: str) -> str:
 # -- the pages that may hold markers --------------------------------------------------------------------------
 
 def prose_pages(root: Path) -> list[Path]:
-    """The README, the book's pages and the lessons' notebooks."""
-    return [root / "README.md", *sorted((root / "book").glob("*.md")),
+    """The README, the book's pages (the lab notes' pages of single lessons, ``book/lab-notes/NN.md``, among them)
+    and the lessons' notebooks."""
+    return [root / "README.md", *sorted((root / "book").glob("*.md")), *sorted((root / "book").glob("lab-notes/*.md")),
             *sorted((root / "lessons").glob("*/lesson.ipynb"))]
 
 
