@@ -44,7 +44,7 @@ class Held:
 # the rewrite takes each out of this table. Lesson 34 has been rewritten and holds nothing.
 BEING_REWRITTEN = {
     "31": Held(long_cells=1, longest=406, hashes=2),
-    "32": Held(long_cells=5, longest=1841, hashes=24),
+    "32": Held(long_cells=6, longest=1841, hashes=24),
     "33": Held(long_cells=3, longest=1140, hashes=19),
 }
 # Lessons written before these limits that are over them today, and that no work has taken up yet: the limits hold
