@@ -395,7 +395,7 @@ def decision_table(rows: dict, figures: dict, lines: dict, machine: dict) -> tup
             gain = figures[keys["gain"]] if "gain" in keys else None
             said = verdict(*(figures[keys[r]].value for r in ("plain", "gluon", "translated")),
                            *((gain.value, gain.details.get("ratios", ())) if gain else ())) if first else ""
-            if first:
+            if first and said != "not recorded yet":
                 said += next((label for label in (getattr(figures[k], "recorded", "") for k in keys.values()) if label),
                              "")
             out.append([kernel if first else "", role, ratio(key), lines[key], machine[key], said])
