@@ -57,8 +57,8 @@ def test_a_folded_answer_shows_no_answer_line_on_its_bar(number):
 
 
 def test_every_lesson_01_to_30_has_its_answers_found():
-    """The lessons whose notebooks show a solution's function after the exercise: each has at least one answer cell
-    (the detection finds what it is for). Lesson 30's notebook never prints its gap's kernel."""
+    """A detection that found nothing would pass the folding test above for nothing: every lesson 01-29 shows its
+    solution after the exercise and has at least one answer cell. Lesson 30's notebook never prints its gap's kernel."""
     found = {number: answers.answer_cells(number) for number in lessons() if number <= "30"}
     assert [number for number, cells in found.items() if not cells] == ["30"]
 
@@ -111,5 +111,11 @@ def test_fold_sets_what_the_website_and_both_jupyters_read_and_keeps_the_rest():
 
 
 def test_a_folded_notebook_is_valid_nbformat():
-    """nbformat 4's schema defines both keys of a code cell's metadata: collapsed and jupyter.outputs_hidden."""
-    nbformat.validate(nbformat.read(lesson("01").notebook_path, as_version=4))
+    """nbformat 4.5's schema names both keys of a code cell's metadata (``collapsed``, a boolean; ``jupyter``, an
+    object describing ``outputs_hidden``): a folded notebook validates, and a wrongly typed key does not."""
+    notebook = nbformat.read(lesson("01").notebook_path, as_version=4)
+    nbformat.validate(notebook)
+    index = next(iter(answers.answer_cells("01")))
+    notebook.cells[index].metadata.collapsed = "true"
+    with pytest.raises(nbformat.ValidationError):
+        nbformat.validate(notebook)
