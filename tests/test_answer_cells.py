@@ -119,3 +119,12 @@ def test_a_folded_notebook_is_valid_nbformat():
     notebook.cells[index].metadata.collapsed = "true"
     with pytest.raises(nbformat.ValidationError):
         nbformat.validate(notebook)
+
+
+def test_a_recording_keeps_the_folding():
+    """`python -m gluon_course record` reads a notebook with nbformat, executes it with nbclient (which replaces
+    outputs and adds execution times) and writes it back: the three keys of every answer cell survive the round."""
+    written = nbformat.writes(nbformat.read(lesson("01").notebook_path, as_version=4))
+    again = json.loads(written)
+    indices = answers.answer_cells("01", again)
+    assert indices and all(answers.folded(again["cells"][i]) for i in indices)
