@@ -122,8 +122,9 @@ def test_a_folded_notebook_is_valid_nbformat():
 
 
 def test_a_recording_keeps_the_folding():
-    """`python -m gluon_course record` reads a notebook with nbformat, executes it with nbclient (which replaces
-    outputs and adds execution times) and writes it back: the three keys of every answer cell survive the round."""
+    """`python -m gluon_course record` reads a notebook with nbformat, executes it with nbclient and writes it back
+    with nbformat. nbclient sets outputs and execution times only; nbformat's read and write (checked here) keep the
+    three keys of every answer cell."""
     written = nbformat.writes(nbformat.read(lesson("01").notebook_path, as_version=4))
     again = json.loads(written)
     indices = answers.answer_cells("01", again)
