@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("record", help="GPU: measure every lesson and re-execute the notebooks in place")
     r.add_argument("lessons", nargs="*")
     sub.add_parser("starters", help="regenerate every lessons/NN-slug/starter.py from its solution")
+    f = sub.add_parser("fold", help="fold the answer cells of lessons' notebooks (the cells that show a gap's "
+                                    "solution), on the website and in Jupyter: cell metadata only")
+    f.add_argument("lessons", nargs="+")
     sub.add_parser("tables", help="regenerate the README's lesson table, the generated pages and every recorded figure "
                                   "marked in prose from results/")
     n = sub.add_parser("new-lesson", help="scaffold solutions/NN-slug/ and lessons/NN-slug/ for a new lesson")
@@ -107,6 +110,14 @@ def main(argv: list[str] | None = None) -> int:
 
         for path in write_starters():
             print(f"wrote {path}")
+        return 0
+    if args.command == "fold":
+        from .grading.answers import answer_cells, fold_answers
+
+        for number in args.lessons:
+            changed = fold_answers(number)
+            print(f"lesson {number}: answer cells {sorted(answer_cells(number))}; "
+                  + (f"folded {changed}" if changed else "every one already folded"))
         return 0
     if args.command == "tables":
         from .course import repo_root

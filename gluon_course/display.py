@@ -52,7 +52,9 @@ def _numeric(text: str) -> bool:
 
 
 def bandwidth_chart(shown: dict, title: str, ceiling_label: str = "device copy (ceiling)"):
-    """Bars of TB/s for several figures, with the copy ceiling measured in the same run drawn across them."""
+    """Bars of TB/s for several figures, with the copy ceiling measured in the same run drawn across them. Figures
+    from a recording (a ``recorded`` label, as ``Lab.figure`` gives them where it cannot measure) say so under the
+    title: ``[recorded: NVIDIA H200, 2026-11-30, the solution]``."""
     import matplotlib.pyplot as plt
 
     labels = list(shown)
@@ -69,7 +71,8 @@ def bandwidth_chart(shown: dict, title: str, ceiling_label: str = "device copy (
                 va="bottom", fontsize=9)
     ax.set_ylabel("TB/s (read + write)")
     ax.set_ylim(0, ceiling * 1.25)
-    ax.set_title(title, fontsize=10)
+    recorded = sorted({s.recorded.strip() for s in shown.values() if getattr(s, "recorded", "")})
+    ax.set_title("\n".join([title, *recorded]), fontsize=10)
     fig.tight_layout()
     plt.show()
 

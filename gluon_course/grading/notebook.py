@@ -6,9 +6,11 @@
     lab.figure("tile_copy_R4")      # one figure, judged against its range (and its course target, if any)
     lab.figures(["tile_copy_R1", ...])
 
-Every line a Lab prints has the same words live and recorded; only the numbers and the provenance line
-differ, which is what the notebook tests (nbval) are told to ignore. A figure outside its range prints
-``✗ below`` / ``✗ above`` and the notebook test fails on it; a course target not reached only says so.
+Every line a Lab prints has the same words live and recorded; only the numbers, the provenance line and the
+label that ends every line printed from a recording differ (``  [recorded: NVIDIA H200, 2026-12-03, the
+solution]``: whose verdict it is, measured where and when), which is what the notebook tests (nbval) are told to
+ignore. A figure outside its range prints ``✗ below`` / ``✗ above`` and the notebook test fails on it; a course
+target not reached only says so.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ class Shown:
     text: str
     verdict: str
     details: dict
+    recorded: str = ""      # live: ""; from a recording: the label its printed lines end with (records.recorded_label)
 
 
 # Figures measured live in this process, by (record key, module file) (see Lab.figure).
@@ -80,7 +83,7 @@ class Lab:
             key = records.check_key(self.lesson.number, check.key)
             if self.live:
                 outcome = run_check(check, self.module, self.lesson.number)
-                ok, detail = outcome.ok, outcome.detail
+                ok, detail, label = outcome.ok, outcome.detail, ""
                 if records.recording_enabled(self.lesson.number):
                     records.save(key, {"kind": "check", "name": check.title, "passed": ok, "detail": detail,
                                        **({"facts": outcome.facts} if outcome.facts else {})})
@@ -89,9 +92,9 @@ class Lab:
                 if entry is None:
                     print(f"· {check.title}: not checked yet (it runs on a GPU; nothing is recorded for it)")
                     continue
-                ok, detail = entry["passed"], entry["detail"]
+                ok, detail, label = entry["passed"], entry["detail"], records.recorded_label(entry)
             ok_all &= ok
-            print(f"{'✓' if ok else '✗'} {check.title}" + (f": {detail}" if detail else ""))
+            print(f"{'✓' if ok else '✗'} {check.title}" + (f": {detail}" if detail else "") + label)
         return ok_all
 
     # -- figures --------------------------------------------------------------------------------
@@ -117,13 +120,14 @@ class Lab:
                     print(f"{fig.title:<34} not recorded yet: run this notebook on a GPU "
                           f"(python -m gluon_course record {self.lesson.number}); {fig.expect.describe()}")
                 return Shown(key, float("nan"), "not recorded yet", "not recorded", {})
-            shown = Shown(key, entry["value"], entry["text"], fig.expect.verdict(entry["value"]), entry["details"])
+            shown = Shown(key, entry["value"], entry["text"], fig.expect.verdict(entry["value"]), entry["details"],
+                          records.recorded_label(entry))
         if not quiet:
             print(f"{fig.title:<34} {shown.text:<34} = {fig.expect.format(shown.value)}; "
-                  f"{fig.expect.describe()}  {shown.verdict}")
+                  f"{fig.expect.describe()}  {shown.verdict}{shown.recorded}")
             target = fig.expect.target_line(shown.value)
             if target:
-                print(f"{'':<35}{target}")
+                print(f"{'':<35}{target}{shown.recorded}")
         return shown
 
     def figures(self, keys: list[str] | None = None) -> dict[str, Shown]:
@@ -164,7 +168,8 @@ class Lab:
                         d = other.details
                         if self.checks_of(number).figure(extra_key).expect.unit is not None and d.get("library_tflops"):
                             # A figure in TFLOPS: its share of the library timed in the same process.
-                            other = Shown(other.key, d["tflops"] / d["library_tflops"], other.text, other.verdict, {})
+                            other = Shown(other.key, d["tflops"] / d["library_tflops"], other.text, other.verdict, {},
+                                          other.recorded)
                         bars[extra_label] = other
         line = {}
         if triton is not None and triton[0] <= self.lesson.number:

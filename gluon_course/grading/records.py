@@ -62,6 +62,15 @@ def stamp(entry: dict) -> str:
             f"commit {entry['commit']}")
 
 
+def recorded_label(entry: dict) -> str:
+    """What a line printed from this recording ends with, where a machine cannot run the check (no GPU, or one of a
+    class the lesson is not written for): ``  [recorded: NVIDIA H200, 2026-12-03, the solution]``. The verdict
+    beside it was the solution's, measured on that GPU that day, not the learner's code here; a live line has no
+    label. (tests/nbval_sanitize.cfg removes exactly this label, at the end of a line, before comparing a CPU run
+    with the committed outputs of a live one.)"""
+    return f"  [recorded: {entry['gpu']}, {entry['date']}, the solution]"
+
+
 def recorded(key: str, gpu_slug: str = DEFAULT_RECORDING) -> dict:
     """One recorded figure, e.g. ``recorded("02/tile_copy_R4")``; a clear error if it was never recorded."""
     figures = load(gpu_slug)["figures"]

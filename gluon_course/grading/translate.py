@@ -380,7 +380,9 @@ def decision_table(rows: dict, figures: dict, lines: dict, machine: dict) -> tup
     """The lesson's decision table, from its rows: ``rows`` {kernel: {"plain": key, "translated": key, "gluon": key}}
     (figure keys; an optional "gain": key, Gluon over plain Triton timed in pairs, decides the verdict),
     ``figures`` {key: Shown} (live or recorded; NaN when not recorded), ``lines`` {key: lines of kernel code},
-    ``machine`` {key: a short machine-code signature}. Returns (table rows, headers) for display.table."""
+    ``machine`` {key: a short machine-code signature}. Returns (table rows, headers) for display.table. A verdict
+    drawn from recorded figures ends with their label (``Shown.recorded``: one recording run holds a lesson's
+    figures), as every line a Lab prints from a recording does."""
     def ratio(key):
         value = figures[key].value
         return "not recorded yet" if value != value else f"{value:.2f}×"
@@ -393,6 +395,9 @@ def decision_table(rows: dict, figures: dict, lines: dict, machine: dict) -> tup
             gain = figures[keys["gain"]] if "gain" in keys else None
             said = verdict(*(figures[keys[r]].value for r in ("plain", "gluon", "translated")),
                            *((gain.value, gain.details.get("ratios", ())) if gain else ())) if first else ""
+            if first and said != "not recorded yet":
+                said += next((label for label in (getattr(figures[k], "recorded", "") for k in keys.values()) if label),
+                             "")
             out.append([kernel if first else "", role, ratio(key), lines[key], machine[key], said])
             first = False
     return out, ["kernel", "row", "speed (same-run ratio)", "lines", "machine code", "verdict"]
