@@ -277,16 +277,19 @@ def pick(c: Constants, M: int, N: int, K: int, space, sms: int = SMS) -> dict:
 
 
 def survey_path(gpu_slug: str = "nvidia-h200"):
+    """Where a GPU's survey is kept: gzip-compressed JSON (the survey is thousands of timings; compressed, a tenth of
+    the size, which keeps the repository small enough to travel)."""
     from ..course import repo_root
 
-    return repo_root() / "results" / "tuning" / f"{gpu_slug}-survey.json"
+    return repo_root() / "results" / "tuning" / f"{gpu_slug}-survey.json.gz"
 
 
 def load_survey(gpu_slug: str = "nvidia-h200") -> dict | None:
+    import gzip
     import json
 
     path = survey_path(gpu_slug)
-    return json.loads(path.read_text()) if path.exists() else None
+    return json.loads(gzip.decompress(path.read_bytes())) if path.exists() else None
 
 
 def fitted(gpu_slug: str = "nvidia-h200", leave_out: str | None = None) -> Constants | None:

@@ -658,7 +658,7 @@ def unseen_measure(mod):
 
 
 UNSEEN_WHY = ("the dispatcher (no table entry: the cost model ranks the survey's space) on every layer of each model "
-              "family of results/tuning/<gpu>-survey.json but the table's own, at M = 1, 16, 128, 1024 and 4096, "
+              "family of results/tuning/<gpu>-survey.json.gz but the table's own, at M = 1, 16, 128, 1024 and 4096, "
               "the model fitted on the other families' timings only; against F.linear in 3 interleaved do_bench "
               "pairs a shape (rep 20 ms), the geometric mean over all those shapes. The range is wide: another "
               "Hopper GPU reads the H200's survey")

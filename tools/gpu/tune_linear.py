@@ -24,6 +24,7 @@ pairs).
 """
 import argparse
 import datetime
+import gzip
 import json
 import os
 import subprocess
@@ -204,7 +205,9 @@ def survey(out, lesson, sms, started, families, budget, rep=SURVEY_REP):
             data["rows"].append({"family": name, "projection": projection, "M": M, "N": N, "K": K,
                                  "f_linear_us": libs[1], "candidates": timed})
             data["provenance"]["seconds"] = round(time.time() - started, 1)
-            json.dump(data, open(out, "w"), separators=(",", ":"))
+            text = json.dumps(data, separators=(",", ":"))
+            # results/tuning/<gpu>-survey.json.gz is where the cost model reads it: gzip when the name says so
+            open(out, "wb").write(gzip.compress(text.encode())) if out.endswith(".gz") else open(out, "w").write(text)
             print(f"{name:>16} {projection:>13} {M:>5}×{N:>6}×{K:>5}  best {best and best['us']:>9} µs  F.linear "
                   f"{libs[1]:9.2f} µs  [{len(ok)} of {len(timed)} ran]  {time.time() - started:5.0f} s", flush=True)
     print(f"wrote {out}: {len(data['rows'])} shapes in {time.time() - started:.0f} s")
