@@ -547,7 +547,8 @@ CHECKS = LessonChecks(
     targets=("sm_90",),
     teaches="ping-pong consumers (two warpgroups on alternate tiles, handing the tensor cores over by order "
             "mbarriers); a 2-CTA cluster (`num_ctas`, `cga_layout`) sharing B's tile by `tma.async_load(..., "
-            "multicast=True)`, its release barrier counted for the cluster",
+            "multicast=True)`, its release barrier counted for the cluster; C stored in subtiles paced by "
+            "`tma.store_wait`; why none of them beats v9 on an H200 at its power limit",
     machine_code=[
         Check("pingpong_sm_90", f"sm_90, pingpong_kernel at the course's tile (two consumers of 128×128×64, STAGES 4): "
               f"{WARPS} warps, two K loops of {HGMMA_PER_LOOP} HGMMA.64x128x16 (one per consumer), the ring's and the "
