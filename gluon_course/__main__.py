@@ -71,7 +71,7 @@ def _record(numbers: list[str]) -> int:
 
 
 # The commands that run without torch and triton (they read and write the course's files only).
-NO_TORCH_NEEDED = {"first-cell", "new-lesson"}
+NO_TORCH_NEEDED = {"first-cell"}
 
 
 def _outside_the_environment() -> str | None:
@@ -82,11 +82,14 @@ def _outside_the_environment() -> str | None:
     missing = [name for name in ("torch", "triton") if importlib.util.find_spec(name) is None]
     if not missing:
         return None
+    import shlex
+
     words = sys.argv[1:] or ["info"]
-    target = f"make check-{words[1]}" if words[0] == "check" and len(words) == 2 else "make check-01"
+    target = (f"make check-{words[1]}" if words[0] == "check" and len(words) == 2
+              else f"make {words[0]}" if words[0] in ("progress", "info", "starters", "record") else "make check-01")
     return (f"This Python ({sys.executable}) has no {' and no '.join(missing)}: the course runs in its own "
             f"environment, so run `make venv` once in the course's folder, then `.venv/bin/python -m gluon_course "
-            f"{' '.join(words)}` (or a make target such as `{target}`).")
+            f"{shlex.join(words)}` (or a make target such as `{target}`).")
 
 
 def main(argv: list[str] | None = None) -> int:

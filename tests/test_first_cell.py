@@ -198,15 +198,32 @@ def test_binder_installs_the_pinned_triton_and_the_toolkit():
 
 
 # ---- the command line, run outside the course's environment ----------------------------------------------------
-def test_the_command_line_without_torch_says_how_to_run_it(tmp_path):
-    """A Python without torch and triton (stubbed out of this one: importing them fails as it would there) gets one
-    sentence, not a traceback."""
-    blocked = ("import sys; sys.modules['torch'] = None; sys.modules['triton'] = None; "
-               "sys.argv = ['gluon_course', 'check', '01']; import runpy; "
-               "runpy.run_module('gluon_course', run_name='__main__')")
+def _python_without_torch() -> str | None:
+    """The system's python3 when it lacks torch (and is new enough for the toolkit), else None."""
+    python = shutil.which("python3", path=os.defpath + os.pathsep + "/usr/local/bin")
+    if python is None:
+        return None
+    probe = subprocess.run([python, "-c", "import sys, importlib.util; sys.exit(sys.version_info < (3, 10) or "
+                                          "importlib.util.find_spec('torch') is not None)"], capture_output=True)
+    return python if probe.returncode == 0 else None
+
+
+@pytest.mark.parametrize("python", ["this Python, torch and triton stubbed out", "the system's python3"])
+def test_the_command_line_without_torch_says_how_to_run_it(tmp_path, python):
+    """A Python without torch and triton gets one sentence, not a traceback: the system's python3 where it lacks torch,
+    and this Python with the two made unimportable (importing them fails as it would there)."""
+    if python == "the system's python3":
+        interpreter = _python_without_torch()
+        if interpreter is None:
+            pytest.skip("the system's python3 has torch (or is older than 3.10): the stubbed run stands for it")
+        command = [interpreter, "-m", "gluon_course", "check", "01"]
+    else:
+        command = [sys.executable, "-c",
+                   "import sys; sys.modules['torch'] = None; sys.modules['triton'] = None; "
+                   "sys.argv = ['gluon_course', 'check', '01']; import runpy; "
+                   "runpy.run_module('gluon_course', run_name='__main__')"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", blocked], cwd=tmp_path, capture_output=True, text=True, env=env,
-                          timeout=60)
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 2 and not done.stderr, done.stderr
     assert done.stdout.strip().count("\n") == 0 and "Traceback" not in done.stdout
     assert "has no torch and no triton" in done.stdout and "make venv" in done.stdout
