@@ -1,13 +1,16 @@
-# Gluon, from memcpy to GEMM: build the website, run the tests, grade lessons.
+# Gluon, from memcpy to GEMM: grade your lessons; for the course's authors, build the website and run the tests.
 #
+#   make venv              set up the course's Python environment in .venv (once; every target below does it too)
+#   make check-02          grade your lessons/02-*/starter.py   (same as: make check LESSON=02)
+#   make progress          which lessons' starters pass their machine-code checks (a minute or two the first time)
+#   make info              what runs on this machine (versions, GPU, targets; your progress: make progress)
+# The course's authors:
 #   make book              build the website into _build/html (open _build/html/index.html);
 #                          make book REPOSITORY=owner/name: Colab and Binder buttons, a link to the repository
 #   make test              every test: tests/ (the book build and browser check included) + notebooks under nbval
-#   make check-02          grade your lessons/02-*/starter.py   (same as: make check LESSON=02)
 #   make starters          regenerate every lessons/NN-slug/starter.py from its solution
 #   make record            GPU only: measure every lesson (or LESSONS="01 02"), write results/<gpu>.json,
 #                          and re-execute the notebooks
-#   make info              what runs on this machine
 #   make clean             remove build outputs (make distclean also removes .venv)
 #
 # Every target that needs Python creates .venv first (once; see `venv` below).
@@ -42,10 +45,10 @@ BOOK_FLAGS := -W -n --keep-going --all
 # reads it as GLUON_COURSE_REPOSITORY, which any build may set instead.
 REPOSITORY ?= $(GLUON_COURSE_REPOSITORY)
 
-.PHONY: help venv book test test-tests test-notebooks starters check record info clean distclean
+.PHONY: help venv book test test-tests test-notebooks starters check progress record info clean distclean
 
 help:
-	@sed -n '3,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
 
 # ---------------------------------------------------------------------------------------------------
 # The virtual environment
@@ -146,6 +149,9 @@ check: venv
 
 check-%: venv
 	$(BIN)/python -m gluon_course check $*
+
+progress: venv
+	$(BIN)/python -m gluon_course progress
 
 record: venv
 	$(BIN)/python -m gluon_course record $(LESSONS)

@@ -3,8 +3,9 @@
 One package shared by the lessons, their notebooks, the tests and the command line, in layers (book/authoring.md
 draws them; tests/test_imports.py holds every import to them):
 
-- ``course``, ``validate``, ``display``  the base: lessons discovered from ``solutions/NN-slug/``, what launchers
-               check about their arguments, source, tables and charts in notebooks
+- ``course``, ``validate``, ``display``, ``first_cell``  the base: lessons discovered from ``solutions/NN-slug/``,
+               what launchers check about their arguments, source, tables and charts in notebooks, every notebook's
+               set-up cell (which installs the course when a notebook is opened outside the repository)
 - ``machine``  compile a Gluon kernel for sm_90 / sm_100 / gfx950 / gfx942 on any machine (no GPU needed) and
                read its machine code: opcode families per target, registers, spills, shared / LDS bytes,
                occupancy

@@ -1,4 +1,5 @@
-"""Command line:  python -m gluon_course {info, check NN, record, starters, tables, new-lesson, translate NN}"""
+"""Command line:  python -m gluon_course {info, check NN, progress, record, starters, tables, new-lesson, first-cell,
+translate NN}"""
 from __future__ import annotations
 
 import argparse
@@ -32,6 +33,7 @@ def _info() -> int:
             print(f"compile for {name}: FAILED ({e})")
     figures = records.load()["figures"]
     print(f"recorded figures ({records.DEFAULT_RECORDING}): {len(figures)}")
+    print("the lessons, and whether the course's GPU run recorded them (your own progress: make progress):")
     for number, the in lessons().items():
         recorded = any(key.startswith(f"{number}/") for key in figures)
         status = "planned" if the.planned else ("recorded" if recorded else "written; not recorded on a GPU yet")
@@ -68,10 +70,33 @@ def _record(numbers: list[str]) -> int:
     return 1 if failures else 0
 
 
+# The commands that run without torch and triton (they read and write the course's files only).
+NO_TORCH_NEEDED = {"first-cell"}
+
+
+def _outside_the_environment() -> str | None:
+    """A sentence saying how to run the toolkit, when this Python lacks torch or triton (the course's environment,
+    .venv, has both); None when both are importable."""
+    import importlib.util
+
+    missing = [name for name in ("torch", "triton") if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    import shlex
+
+    words = sys.argv[1:] or ["info"]
+    target = (f"make check-{words[1]}" if words[0] == "check" and len(words) == 2
+              else f"make {words[0]}" if words[0] in ("progress", "info", "starters", "record") else "make check-01")
+    return (f"This Python ({sys.executable}) has no {' and no '.join(missing)}: the course runs in its own "
+            f"environment, so run `make venv` once in the course's folder, then `.venv/bin/python -m gluon_course "
+            f"{shlex.join(words)}` (or a make target such as `{target}`).")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gluon_course", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="what runs here: device, versions, targets that compile, the lessons")
+    sub.add_parser("progress", help="which lessons' starters pass their machine-code checks (no GPU needed)")
     c = sub.add_parser("check", help="grade a lesson's starter (or --solution)")
     c.add_argument("lesson")
     c.add_argument("--file", help="the file to check (default: lessons/NN-slug/starter.py)")
@@ -89,11 +114,26 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("number")
     n.add_argument("slug")
     n.add_argument("title")
+    fc = sub.add_parser("first-cell", help="put the set-up cell (installs the course outside its repository: Colab) "
+                                           "first among the code cells of lessons' notebooks, or bring it up to date")
+    fc.add_argument("lessons", nargs="*", help="lesson numbers (or --all)")
+    fc.add_argument("--all", action="store_true", help="every lesson that has a notebook")
+    fc.add_argument("--repository", help="the course's published repository: owner/name on GitHub or a git address "
+                                         "(default: GLUON_COURSE_REPOSITORY, else none)")
+    fc.add_argument("--version", help="the commit or branch to install (default: GLUON_COURSE_BRANCH, else main)")
     sub.add_parser("translate", help="rewrite lesson NN's translated/ files with Triton's translator").add_argument("lesson")
     args = parser.parse_args(argv)
 
+    if args.command not in NO_TORCH_NEEDED and (how := _outside_the_environment()):
+        print(how)
+        return 2
     if args.command == "info":
         return _info()
+    if args.command == "progress":
+        from .grading.progress import progress
+
+        progress()
+        return 0
     if args.command == "check":
         from .grading.runner import check
 
@@ -125,6 +165,17 @@ def main(argv: list[str] | None = None) -> int:
 
         changed = update_tables(repo_root())
         print("updated: " + ", ".join(changed) if changed else "every generated page and marked figure is up to date")
+        return 0
+    if args.command == "first-cell":
+        from .course import lessons
+        from .first_cell import set_first_cell
+
+        numbers = [n for n, the in lessons().items() if the.notebook_path.exists()] if args.all else args.lessons
+        if not numbers:
+            print("first-cell: name the lessons (first-cell 01 02) or give --all")
+            return 2
+        for number in numbers:
+            print(f"lesson {number}: set-up cell {set_first_cell(number, args.repository, args.version)}")
         return 0
     if args.command == "translate":
         from .grading.translate import main as translate

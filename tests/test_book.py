@@ -238,6 +238,52 @@ def test_a_repository_setting_not_of_the_form_owner_name_is_refused(monkeypatch)
         _sphinx_theme_options("gluon-course", monkeypatch)
 
 
+def _lesson_tree(root: Path, cells: dict[str, str | None]) -> None:
+    """``root/lessons/NN-x/lesson.ipynb`` for each NN, lesson 01's notebook with its set-up cell naming the repository
+    given (``None``: without the cell)."""
+    from gluon_course.first_cell import first_code_cell, with_first_cell
+
+    notebook = json.loads((ROOT / "lessons" / "01-scalar-memcpy" / "lesson.ipynb").read_text(encoding="utf-8"))
+    for number, repository in cells.items():
+        if repository is None:
+            index = first_code_cell(notebook)
+            written = {**notebook, "cells": notebook["cells"][:index] + notebook["cells"][index + 1:]}
+        else:
+            written, _ = with_first_cell(notebook, repository, "main")
+        path = root / "lessons" / f"{number}-x" / "lesson.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(written, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def test_the_launch_buttons_extension_names_each_notebook_that_would_not_install_the_repository(tmp_path):
+    """With the repository, the build warns (an error under -W) for each lesson notebook whose set-up cell is missing
+    or names another repository: its Colab button would open a notebook that cannot install this course."""
+    ext = _launch_buttons()
+    _lesson_tree(tmp_path, {"01": "my-org/gluon-course", "02": "", "03": "other/fork", "04": None})
+    assert ext.notebooks_not_installing(tmp_path, "my-org/gluon-course") == [
+        "lessons/02-x/lesson.ipynb's set-up cell installs from no repository, not "
+        "https://github.com/my-org/gluon-course.git",
+        "lessons/03-x/lesson.ipynb's set-up cell installs from https://github.com/other/fork.git, not "
+        "https://github.com/my-org/gluon-course.git",
+        "lessons/04-x/lesson.ipynb has no set-up cell"]
+
+
+def test_the_launch_buttons_extension_writes_the_commit_into_the_notebooks_offered_for_download(tmp_path):
+    """The site's download copies (``_sources/``) name the repository and the commit the site was built from."""
+    from gluon_course.first_cell import first_code_cell, setting_of
+
+    ext = _launch_buttons()
+    _lesson_tree(tmp_path / "_sources", {"01": "", "02": None})
+    commit = ext.built_from(ROOT)
+    assert commit and len(commit) == 40
+    written = ext.publish_downloads(tmp_path, "my-org/gluon-course", commit)
+    assert written == [tmp_path / "_sources" / "lessons" / "01-x" / "lesson.ipynb"]
+    notebook = json.loads(written[0].read_text(encoding="utf-8"))
+    cell = notebook["cells"][first_code_cell(notebook)]
+    assert setting_of("".join(cell["source"])) == ("https://github.com/my-org/gluon-course.git", commit)
+    assert ext.publish_downloads(tmp_path, "my-org/gluon-course", commit) == []
+
+
 @pytest.mark.parametrize("page", LESSON_PAGES, ids=[p.split("/")[1] for p in LESSON_PAGES])
 def test_lesson_page_has_its_download_button_and_launch_buttons_only_with_a_repository(book_html, page):
     """The site built by the tests has a Colab and a Binder button on every lesson page exactly when the build was

@@ -13,13 +13,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gluon_course"
 
 # The parts of the toolkit, bottom to top, and what each may import (besides itself). book/authoring.md draws the
 # same picture: change both together.
-BASE = {"course", "validate", "display"}
+BASE = {"course", "validate", "display", "first_cell"}
 CONCERNS = {"machine", "memory", "measure", "model"}
 VENDORS = {"nvidia", "amd"}
 MAY_IMPORT: dict[str, set[str]] = {
     "course": set(),
     "validate": set(),
     "display": {"course"},
+    "first_cell": {"course"},
     # the four concerns stand side by side: none imports another
     **{concern: {"course", "validate"} for concern in CONCERNS},
     "grading": BASE | CONCERNS,

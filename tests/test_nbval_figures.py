@@ -15,6 +15,7 @@ import nbformat
 import pytest
 
 from gluon_course.course import lesson, repo_root
+from gluon_course.first_cell import setting_of
 from gluon_course.grading import records
 
 LESSON = "14"                    # a recorded GEMM notebook
@@ -26,7 +27,8 @@ def _figure_notebook(path, results) -> None:
     """The lesson's notebook, cut to its set-up cell and the cells that show figures (with their committed outputs),
     after a first cell (with no output) that points the toolkit at ``results`` (GLUON_COURSE_RESULTS_DIR)."""
     nb = nbformat.read(lesson(LESSON).notebook_path, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
+    # the lesson's code cells, without the first-cell installer (gluon_course.first_cell: nothing to do in the repository)
+    code = [c for c in nb.cells if c.cell_type == "code" and setting_of(c.source) is None]
     keep = [code[0]] + [c for c in code[1:] if any(m in c.source for m in FIGURE_CELLS[:2])]
     assert len(keep) >= 2, "the notebook has no figure cells to replay"
     first = nbformat.v4.new_code_cell(f"import os\nos.environ['GLUON_COURSE_RESULTS_DIR'] = {str(results)!r}")

@@ -12,6 +12,8 @@
                  a target no lesson declares makes of it (``port``)
 - ``classes``    which lessons run on a GPU class, the datasheets a class's ranges are worked out from
 - ``gemm``, ``gemm_kernel``, ``tma_gemm``  what the GEMM lessons' checks share (``tma_gemm``: the TMA lessons, 14 on)
+- ``progress``   ``progress``: which lessons' starters pass their machine-code checks
+- ``installed``  what a notebook's set-up cell says after installing the course outside the repository
 - ``translate``  lesson 30's tools: Triton's translator, plain Triton compiled, the decision table
 
 Grading imports the base and the four concerns (machine, memory, measure, model), never a vendor's home or the
