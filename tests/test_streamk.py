@@ -99,6 +99,19 @@ def test_plan_grid_and_workspace_kept(probe):
                                                       "STREAM_K": 1}, sms=2 ** 20)
 
 
+def test_its_launcher_runs_in_the_host_model(probe):
+    """StreamKPlan's own path (the plan, operand views, streamk_grid's programs and SK_TILES, the descriptors, the
+    scratch, the kept launch) with the GPU stood in for by the host model on 5 SMs, where the ranges end inside tiles;
+    called twice, so the second call runs on the counters the first left at 0."""
+    from gluon_course.model import gemm as model_gemm
+
+    for cfg in ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3, "STREAM_K": 3},
+                {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3, "SWAP_AB": True, "STREAM_K": 1}):
+        linear = probe.StreamKLinear(cfg)
+        assert model_gemm.check_launcher(lambda a, b, c: linear(a, b, c), ((129, 200, 200), (17, 136, 392)),
+                                         b_layout="col", sms=5, calls=2) is None, cfg
+
+
 def test_the_probes_host_model_and_compile_checks_pass(probe):
     assert probe.host_check() is None
     assert probe.compile_check() is None
