@@ -42,8 +42,9 @@ BASE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES":
         "SPLIT_K": 1, "SWAP_AB": False, "BLOCK_N2": 0, "W_FIRST": None}
 KEYS = tuple(BASE)
 # Keys a table written before they were retired may hold, with the one value they may have there: STREAM_K, the
-# waves of tiles stream-K shared (0 for none), written into every entry of the tables up to 2026-12-05. Stream-K lost
-# on every shape it was timed on and no entry uses it; it lives in tools/probes/probe_streamk.py now.
+# waves of tiles stream-K shared (0 for none), which the re-tunes wrote into the entries they touched while stream-K
+# was in the space (15 of the committed table's 31). Stream-K lost on every shape it was timed on and no entry uses
+# it; it lives in tools/probes/probe_streamk.py now.
 RETIRED = {"STREAM_K": 0}
 # The largest M whose shapes load W with the evict_first hint when their entry does not say (the docstring's last
 # rule).
