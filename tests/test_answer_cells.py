@@ -18,10 +18,10 @@ from gluon_course import lessons
 from gluon_course.course import lesson
 from gluon_course.grading import answers
 
-# Lesson 32's notebook is being rewritten by other work (issue 43, items 1 and 4) and still shows its answers
-# unfolded. Its rewrite folds the notebook's answer cells (`python -m gluon_course fold 32`) and removes it from this
-# set; a lesson listed here whose notebook is already folded fails below, so the set only shrinks.
-BEING_REWRITTEN = {"32"}
+# Every lesson's notebook keeps its answers folded. A lesson whose notebook is being rewritten may be listed here
+# while its answers are still unfolded; a lesson listed here whose notebook is already folded fails below, so the set
+# only shrinks.
+BEING_REWRITTEN = set()
 
 
 def _notebook(number: str) -> dict:

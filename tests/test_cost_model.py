@@ -76,3 +76,31 @@ def test_leave_one_family_out_never_fits_on_the_family_it_judges(monkeypatch):
     for family, shapes_fitted in zip(survey["families"], seen):
         judged = {(s["M"], s["N"], s["K"]) for s in out[family]["shapes"]}
         assert judged and not judged & shapes_fitted
+
+
+def test_the_model_counts_rounds_with_the_grid_it_is_handed():
+    """The model counts a configuration's rounds with the grid it is handed (lesson 32's persistent_grid, through the
+    dispatcher's table: the toolkit never imports a lesson), its own where it is handed none: a count that leaves out a
+    partial last round prices 192 tiles on 132 SMs as one round, and the dispatcher then picks otherwise."""
+    from gluon_course.nvidia.dispatch import DispatchTable
+
+    cfg = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "STAGES": 6, "num_warps": 4, "SPLIT_K": 1}
+    assert cm.persistent_grid(192, 132) == (132, 2) and cm.persistent_grid(16, 132) == (16, 1)
+    assert cm.work(512, 6144, 4096, cfg)["rounds"] == 2
+
+    def floor(units, sms):
+        return min(units, sms), units // min(units, sms)
+
+    assert cm.work(512, 6144, 4096, cfg, grid=floor)["rounds"] == 1
+    calls = []
+
+    def spy(units, sms):
+        calls.append((units, sms))
+        return cm.persistent_grid(units, sms)
+
+    model = cm.fitted()
+    assert model is not None, "the committed survey (results/tuning/nvidia-h200-survey.json) fits a model"
+    shape = (1024, 4096, 4096)                   # a shape the table does not list
+    assert DispatchTable(model=model, grid=spy).config(*shape) == DispatchTable(model=model).config(*shape)
+    assert len(calls) == len(survey_candidates(*shape))
+    assert DispatchTable(model=model, grid=floor).config(*shape) != DispatchTable(model=model).config(*shape)

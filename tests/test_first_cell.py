@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # rewritten on other branches; once a rewrite has landed, `python -m gluon_course first-cell NN` puts the cell in and
 # its line here goes (test_the_allowances_are_still_needed fails until it does).
 NOT_YET = {
-    "32": "rewritten on another branch: first-cell 32 after it lands",
 }
 
 NOTEBOOKS = {number: the.notebook_path for number, the in lessons().items() if the.notebook_path.exists()}

@@ -1,6 +1,6 @@
-"""A launcher's own path in the host model (gluon_course.model.launcher), the program orders split-K and stream-K are
-run in (model.gemm.PROGRAM_ORDERS), and the host model's sentences for shapes that do not fit: what lesson 32's
-checks launcher_paths, plan_refusals and split_order stand on."""
+"""A launcher's own path in the host model (gluon_course.model.launcher), the program orders split-K is run in
+(model.gemm.PROGRAM_ORDERS; tools/probes/probe_streamk.py runs stream-K in them too), and the host model's sentences
+for shapes that do not fit: what lesson 32's checks launcher_paths, plan_refusals and split_order stand on."""
 import ast
 
 import numpy as np

@@ -1,17 +1,33 @@
-"""Lesson 32's stream-K path without a GPU: the split of the K steps (every step summed once, by one program), the
-host model's order of stores and acquires across programs, the launcher's grid and workspace, and the tuning
-space's stream-K candidates on the shapes the recording left below 0.95× F.linear."""
+"""Stream-K without a GPU, as tools/probes/probe_streamk.py keeps it (it left lesson 32 when it lost on every shape it
+was timed on): the split of the K steps (every step summed once, by one program), its launcher's grid and workspace,
+the host model's order of stores and acquires across programs, the probe's own host-model and compile checks, and the
+mistakes that the host model must still reject (the plants lesson 32 had for it). The dispatcher no longer offers
+stream-K: a table written when it did (STREAM_K: 0 in every entry) still loads, and one that asks for it is refused."""
+import importlib.util
+import json
+
 import numpy as np
 import pytest
 import torch
-
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from gluon_course import load_checks, load_solution
+from gluon_course.course import repo_root
 from gluon_course.nvidia import dispatch
 
-LOW_SHAPES = ((512, 6144, 4096), (128, 4096, 4096), (128, 6144, 4096), (64, 4096, 4096), (512, 14336, 4096))
+PROBE = repo_root() / "tools" / "probes" / "probe_streamk.py"
+
+
+def _load(path=PROBE, name="probe_streamk"):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def probe():
+    return _load()
 
 
 def _units(tiles, k_steps, programs, sk):
@@ -36,8 +52,8 @@ def _units(tiles, k_steps, programs, sk):
 @pytest.mark.parametrize("tiles, k_steps, sms, waves", [(96, 64, 132, 1), (192, 64, 132, 1), (192, 64, 132, 2),
                                                          (224, 64, 132, 2), (3, 7, 9, 3), (15, 4, 7, 3), (1, 1, 132, 1),
                                                          (264, 2, 132, 1), (5, 3, 2, 4)])
-def test_every_k_step_is_summed_once_and_owners_agree(tiles, k_steps, sms, waves):
-    programs, sk = dispatch.streamk_grid(tiles, k_steps, sms, waves)
+def test_every_k_step_is_summed_once_and_owners_agree(probe, tiles, k_steps, sms, waves):
+    programs, sk = probe.streamk_grid(tiles, k_steps, sms, waves)
     assert programs <= sms and (sk == 0 or programs <= sk * k_steps)
     units = _units(tiles, k_steps, programs, sk)
     covered = np.zeros((tiles, k_steps), int)
@@ -51,36 +67,107 @@ def test_every_k_step_is_summed_once_and_owners_agree(tiles, k_steps, sms, waves
         assert mine == list(range(q0, q1 + 1))
 
 
-def test_streamk_candidates_on_the_low_shapes():
-    for M, N, K in LOW_SHAPES:
-        found = dispatch.streamk_candidates(M, N, K)
-        assert found and all(c["STREAM_K"] in (1, 2) and c["SPLIT_K"] == 1 for c in found)
-        new = {dispatch._key(c) for c in dispatch.new_candidates(M, N, K)}
-        assert {dispatch._key(c) for c in found} <= new          # the re-tune (--merge --only) times them
+def test_candidates_on_the_shapes_it_was_timed_on(probe):
+    for M, N, K in probe.TIMED_SHAPES:
+        found = probe.streamk_candidates(M, N, K)
+        assert found and all(c["STREAM_K"] in (1, 2) and c["SPLIT_K"] == 1 and c["W_FIRST"] == 0 for c in found)
     assert all((c["BLOCK_M"], c["BLOCK_N"], c["num_warps"]) != (128, 256, 8)
-               for c in dispatch.streamk_candidates(512, 6144, 4096))
+               for c in probe.streamk_candidates(512, 6144, 4096))
 
 
-def test_dispatch_rule_never_picks_streamk():
-    table = dispatch.DispatchTable()
-    for M in (1, 17, 100, 1000, 8193):
-        assert table.config(M, 6144, 4096)["STREAM_K"] == 0
-
-
-def test_plan_grid_and_workspace_kept():
-    mod = load_solution("32")
+def test_plan_grid_and_workspace_kept(probe):
     a = torch.empty(512, 4096, dtype=torch.bfloat16)
     w = torch.empty(6144, 4096, dtype=torch.bfloat16)
     c = torch.empty(512, 6144, dtype=torch.bfloat16)
-    cfg = {**mod.CONFIG, "BLOCK_N": 128, "num_warps": 4, "STAGES": 4, "STREAM_K": 1}
-    p = mod.Plan(a, w.t(), c, cfg, sms=132)
-    assert p.grid == (132, 1, 1) and p.sk_tiles == 192 % 132 and p.launcher.kernel is mod.streamk_kernel
+    cfg = {"BLOCK_N": 128, "num_warps": 4, "STAGES": 4, "STREAM_K": 1}
+    p = probe.StreamKPlan(a, w.t(), c, cfg, sms=132)
+    assert p.grid == (132, 1, 1) and p.sk_tiles == 192 % 132 and p.launcher.kernel is probe.streamk_kernel
     assert p.rest[3] == p.sk_tiles
     partial, flags = p.scratch_for("cpu", 0)
     assert partial.numel() == 2 * 132 * 128 * 128 and flags.numel() == 192 and not flags.any()
     assert p.scratch_for("cpu", 0)[0] is partial                                  # reused by the next launch
-    with pytest.raises(ValueError, match="does not split K as well"):
-        mod.Plan(a, w.t(), c, {**cfg, "SPLIT_K": 2}, sms=132)
+    for bad, words in (({**cfg, "SPLIT_K": 2}, "splits no K"), ({**cfg, "STREAM_K": 0}, "STREAM_K=0"),
+                       ({**cfg, "W_FIRST": 1}, "no L2 hint")):
+        with pytest.raises(ValueError, match=words):
+            probe.StreamKPlan(a, w.t(), c, bad, sms=132)
+    # 4096 tiles of 64 × 64 with 12 K steps each, on as many SMs as it could use: 49152 programs × 49152 shared steps
+    # pass 2³¹, the kernel's index arithmetic.
+    big = (torch.empty(4096, 768, dtype=torch.bfloat16), torch.empty(4096, 768, dtype=torch.bfloat16),
+           torch.empty(4096, 4096, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="int32"):
+        probe.StreamKPlan(big[0], big[1].t(), big[2], {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3,
+                                                      "STREAM_K": 1}, sms=2 ** 20)
+
+
+def test_its_launcher_runs_in_the_host_model(probe):
+    """StreamKPlan's own path (the plan, operand views, streamk_grid's programs and SK_TILES, the descriptors, the
+    scratch, the kept launch) with the GPU stood in for by the host model on 5 SMs, where the ranges end inside tiles;
+    called twice, so the second call runs on the counters the first left at 0."""
+    from gluon_course.model import gemm as model_gemm
+
+    for cfg in ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3, "STREAM_K": 3},
+                {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3, "SWAP_AB": True, "STREAM_K": 1}):
+        linear = probe.StreamKLinear(cfg)
+        assert model_gemm.check_launcher(lambda a, b, c: linear(a, b, c), ((129, 200, 200), (17, 136, 392)),
+                                         b_layout="col", sms=5, calls=2) is None, cfg
+
+
+def test_the_probes_host_model_and_compile_checks_pass(probe):
+    assert probe.host_check() is None
+    assert probe.compile_check() is None
+
+
+# The mistakes lesson 32's plants made in its stream-K code, which the host model must still reject: (what, old, new).
+PLANTS = [
+    ("the partial is announced before it is stored: the last program may add what the slot held before",
+     """    gl.store(partial_ptr + slot * (BLOCK_M * BLOCK_N) + tile_offsets(BLOCK_M, BLOCK_N, acc_layout), acc)
+    gl.barrier()
+    return gl.atomic_add(flags_ptr + tile, 1, sem="acq_rel", scope="gpu")""",
+     """    arrived = gl.atomic_add(flags_ptr + tile, 1, sem="acq_rel", scope="gpu")
+    gl.store(partial_ptr + slot * (BLOCK_M * BLOCK_N) + tile_offsets(BLOCK_M, BLOCK_N, acc_layout), acc)
+    gl.barrier()
+    return arrived"""),
+    ("the last program adds the others' partials to its own sum in registers: the order of the additions depends on "
+     "which program arrives last",
+     """                acc = add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M, BLOCK_N,
+                                   acc_layout)""",
+     """                for q in range(q0, q1 + 1):
+                    if q != gl.program_id(0):
+                        acc += gl.load(partial_ptr + streamk_slot(q, tile, programs, sk_steps, k_tiles)
+                                       * (BLOCK_M * BLOCK_N) + tile_offsets(BLOCK_M, BLOCK_N, acc_layout),
+                                       cache_modifier=".cg")"""),
+    ("a program's partial of its last tile goes to the slot of its first when its range touches three tiles or more",
+     "return 2 * q + min(tile - (q * sk_steps // programs) // k_tiles, 1)",
+     "return 2 * q + (tile - (q * sk_steps // programs) // k_tiles) % 2"),
+]
+
+
+@pytest.mark.parametrize("what, old, new", PLANTS, ids=[p[0][:40] for p in PLANTS])
+def test_the_host_model_rejects_each_planted_mistake(tmp_path, what, old, new):
+    source = PROBE.read_text(encoding="utf-8")
+    assert source.count(old) == 1, what
+    planted = tmp_path / "probe_streamk_planted.py"
+    planted.write_text(source.replace(old, new), encoding="utf-8")
+    said = _load(planted, "probe_streamk_planted").host_check()
+    assert said and "in the host model" in said, (what, said)
+
+
+def test_the_dispatcher_has_no_stream_k_and_reads_older_tables(tmp_path):
+    assert "STREAM_K" not in dispatch.KEYS and not hasattr(dispatch, "streamk_candidates")
+    for M, N, K in ((512, 6144, 4096), (64, 4096, 4096)):
+        assert all("STREAM_K" not in c for c in dispatch.candidates(M, N, K) + dispatch.survey_candidates(M, N, K))
+    committed = json.loads(dispatch.table_path().read_text())
+    # written before it was retired: entries re-tuned while stream-K was in the space hold STREAM_K: 0
+    assert any("STREAM_K" in e["config"] for e in committed["entries"])
+    assert all(e["config"].get("STREAM_K", 0) == 0 for e in committed["entries"])
+    table = dispatch.DispatchTable.load(dispatch.table_path())
+    assert len(table.entries) == len(committed["entries"])
+    assert all("STREAM_K" not in cfg for cfg in table.entries.values())
+    asks = dict(committed, entries=[dict(committed["entries"][0], config={**committed["entries"][0]["config"],
+                                                                            "STREAM_K": 1})])
+    (tmp_path / "asks.json").write_text(json.dumps(asks))
+    with pytest.raises(ValueError, match="STREAM_K=1.*probe_streamk"):
+        dispatch.DispatchTable.load(tmp_path / "asks.json")
 
 
 @gluon.jit
@@ -109,8 +196,3 @@ def test_model_rejects_a_read_before_the_acquire():
     assert go("acq_rel") == 7.0
     with pytest.raises(ModelRace, match="stored after every release"):
         go("relaxed")
-
-
-def test_streamk_checks_pass():
-    mod, checks = load_solution("32"), load_checks("32")
-    assert checks.streamk_host_model(mod) is None

@@ -136,31 +136,28 @@ def test_a_wide_tile_plans_and_is_refused_where_the_kernel_has_none():
     plan = mod.Linear(config={"BLOCK_N": 128, "BLOCK_N2": 64, "STAGES": 4}).plan(a, w.t(), c, sms=132)
     assert plan.tiles == 4 * 32 and plan.grid == (128, 1, 1)          # 128 × 192 tiles: one wave of 132 SMs
     assert plan.blocks[3] == [64, 64] and plan.blocks[4] == [128, 64]  # the second strip's boxes of B and C
-    for bad in ({"BLOCK_N2": 64, "SWAP_AB": True, "BLOCK_N": 16, "num_warps": 4},
-                {"BLOCK_N": 128, "BLOCK_N2": 64, "STREAM_K": 1}, {"BLOCK_N": 128, "BLOCK_N2": 48}):
+    for bad in ({"BLOCK_N2": 64, "SWAP_AB": True, "BLOCK_N": 16, "num_warps": 4}, {"BLOCK_N": 128, "BLOCK_N2": 48}):
         with pytest.raises(ValueError, match="BLOCK_N2="):
             mod.Linear(config=bad).plan(a, w.t(), c, sms=132)
 
 
 def test_w_first_by_the_rule_unless_the_entry_says():
-    """The dispatch module's last rule: W's copies hinted evict_first (W_FIRST = 1) for M ≤ 512 without stream-K,
-    whether the configuration comes from an entry, the nearest entry or the shape rule; an entry's own W_FIRST wins."""
+    """The dispatch module's last rule: W's copies hinted evict_first (W_FIRST = 1) for M ≤ 512, whether the
+    configuration comes from an entry, the nearest entry or the shape rule; an entry's own W_FIRST wins."""
     listed = {**dispatch.BASE, "BLOCK_N": 128}
     table = dispatch.DispatchTable({(512, 4096, 4096, "nk"): listed, (2048, 4096, 4096, "nk"): listed,
                                     (2048, 6144, 4096, "nk"): {**listed, "W_FIRST": 1},
-                                    (64, 4096, 4096, "nk"): {**listed, "STREAM_K": 1},
                                     (16, 4096, 4096, "nk"): {**listed, "W_FIRST": 0}})
     assert table.config(512, 4096, 4096)["W_FIRST"] == 1
     assert table.config(1024, 4096, 4096)["W_FIRST"] == 0                 # the nearest entry's, by M = 1024's rule
     assert table.config(2048, 6144, 4096)["W_FIRST"] == 1                 # the entry says so
     assert table.config(4096, 6144, 4096)["W_FIRST"] == 1                 # and the nearest entry carries it over
     assert table.config(16, 4096, 4096)["W_FIRST"] == 0
-    assert table.config(64, 4096, 4096)["W_FIRST"] == 0                   # stream-K's kernel takes no hint
     assert table.config(8, 1000, 512)["W_FIRST"] == 1 and table.config(4096, 1000, 512)["W_FIRST"] == 0  # the rule
     assert dispatch.rule(512, 4096, 4096)["W_FIRST"] == 1 and dispatch.rule(513, 4096, 4096)["W_FIRST"] == 0
 
 
-def test_w_first_reaches_the_kernel_on_w_and_is_refused_with_stream_k():
+def test_w_first_reaches_the_kernel_on_w_and_is_refused_past_0_and_1():
     import pytest
     import torch
     from gluon_course import load_solution
@@ -175,7 +172,7 @@ def test_w_first_reaches_the_kernel_on_w_and_is_refused_with_stream_k():
     plain = mod.Linear(config={"W_FIRST": 1}).plan(big, w.t(), torch.empty(2048, 4096, dtype=torch.bfloat16))
     assert plain.constexprs["B_POLICY"] is mod.W_STREAMED and plain.constexprs["A_POLICY"] is None
     assert mod.Linear(config={}).plan(big, w.t(), torch.empty(2048, 4096, dtype=torch.bfloat16)).config["W_FIRST"] == 0
-    for bad in ({"W_FIRST": 2}, {"W_FIRST": 1, "STREAM_K": 1, "BLOCK_N": 128, "num_warps": 4, "STAGES": 4}):
+    for bad in ({"W_FIRST": 2}, {"W_FIRST": -1}):
         with pytest.raises(ValueError, match="W_FIRST="):
             mod.Linear(config=bad).plan(big, w.t(), torch.empty(2048, 4096, dtype=torch.bfloat16))
 
@@ -185,7 +182,7 @@ def test_hint_space_times_the_entry_with_w_first_off_and_on(tmp_path, monkeypatc
     into the entry (W_FIRST explicit), and the table then gives that shape that W_FIRST whatever the rule says."""
     tool = _tool()
     assert "W_FIRST" in tool.ROW_KEYS
-    assert tool.hint_candidates({**dispatch.BASE, "STREAM_K": 1}) == []
+    assert "STREAM_K" not in tool.ROW_KEYS
     table = tmp_path / "table.json"
     # The committed table, every entry's W_FIRST left to the rule (a re-tune may have written some).
     written = json.loads(dispatch.table_path().read_text())

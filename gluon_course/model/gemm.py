@@ -251,46 +251,10 @@ def linear_launch(kernel, constexprs: dict, split_k: int, swap_ab: bool, program
     return launch
 
 
-def streamk_launch(kernel, constexprs: dict, sk_tiles, swap_ab: bool, programs: int, dtype: str = "bf16",
-                   num_warps: int = 4, order=None, c_dtype: str | None = None):
-    """The launch of lesson 32's ``streamk_kernel(a_desc, b_desc, c_desc, partial_ptr, flags_ptr, M, N, K, SK_TILES,
-    **constexprs)`` on ``programs`` programs, run in ``order`` (``run``'s; a callable of the number of programs may
-    give it). ``sk_tiles(tiles, programs)`` gives SK_TILES. The workspace holds two fp32 tiles per program; the
-    per-tile counters must be back at 0 when the launch ends. ``c_dtype="fp32"`` keeps C in fp32, so that every bit
-    of a sum shows (the determinism check)."""
-    from triton.experimental.gluon import language as gl
-
-    gl_dtype = _gl_dtype(dtype)
-    c_gl = gl.float32 if c_dtype == "fp32" else gl_dtype
-    BM, BN, BK = constexprs["BLOCK_M"], constexprs["BLOCK_N"], constexprs["BLOCK_K"]
-
-    def launch(a_buf, b_buf, c_buf, M, N, K):
-        ka, kb, kM, kN = (b_buf, a_buf, N, M) if swap_ab else (a_buf, b_buf, M, N)
-        blocks = ([BM, BK] if constexprs["A_KM"] else [BK, BM], [BK, BN] if constexprs["B_KN"] else [BN, BK],
-                  [BN, BM] if swap_ab else [BM, BN])
-        dtypes = (gl_dtype, gl_dtype, c_gl)
-        descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, dt),
-                                      element_bytes=4 if dt == gl.float32 else 2)
-                 for buf, block, dt in zip((ka, kb, c_buf), blocks, dtypes)]
-        tiles = -(-kM // BM) * -(-kN // BN)
-        sk = sk_tiles(tiles, programs)
-        grid = min(programs, max(1, sk * -(-K // BK))) if sk else min(programs, tiles)
-        partial = Buffer("stream-K partials", np.zeros(2 * grid * BM * BN, np.float32), gl.float32)
-        flags = Buffer("stream-K counters", np.zeros(tiles, np.float32), gl.int32)
-        runs = run_kernel(kernel, grid, *descs, Pointer(partial), Pointer(flags), kM, kN, K, sk, num_warps=num_warps,
-                          order=order(grid) if callable(order) else order, **constexprs)
-        left = np.flatnonzero(flags.values())
-        if left.size:
-            raise ModelError(f"stream-K's counter of tile {int(left[0])} is {flags.values()[left[0]]:g} after the "
-                             "launch, not 0: the next call would count from there (reset it when the tile is done)")
-        return runs
-    return launch
-
-
 # The orders in which the host model runs a launch's programs to see whether a sum of partial results depends on which
-# program arrives last (split-K's slices, stream-K's partials): programs that never wait for one another may run in
-# any of them on a GPU. With one unit a program, "first to last" and "last to first" make the last arrival at a tile
-# its last unit and its first; "odd ones first" interleaves the two halves of a range.
+# program arrives last (split-K's slices; the partials of tools/probes/probe_streamk.py): programs that never wait for
+# one another may run in any of them on a GPU. With one unit a program, "first to last" and "last to first" make the
+# last arrival at a tile its last unit and its first; "odd ones first" interleaves the two halves of a range.
 PROGRAM_ORDERS = {"first to last": None, "last to first": lambda n: list(range(n))[::-1],
                   "odd ones first": lambda n: list(range(1, n, 2)) + list(range(0, n, 2))}
 

@@ -4,7 +4,8 @@ shape no one has timed.
 
 The kernel is persistent: ``min(units, SMs)`` programs, a work unit being one tile of C (one slice of K when K is
 split). A program runs its units one after the other, so the busiest program runs ``rounds = ⌈units / programs⌉`` of
-them, and the launch lasts about as long as it does. One unit is
+them, and the launch lasts about as long as it does (``persistent_grid``; lesson 32's dispatcher hands the model the
+lesson's own count, its exercise, through the ``grid`` parameter). One unit is
 
     t_unit = t_fixed + steps · t_step + (split-K: its fp32 slice stored, and read back by the tile's last unit)
 
@@ -71,22 +72,30 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-def work(M: int, N: int, K: int, cfg: dict, sms: int = SMS) -> dict:
+def persistent_grid(units: int, sms: int) -> tuple[int, int]:
+    """(programs, rounds) of a persistent launch of ``units`` work units on ``sms`` SMs: one program an SM at most and
+    never more than the units; the busiest program runs ⌈units / programs⌉ of them."""
+    programs = min(units, sms)
+    return programs, _cdiv(units, programs)
+
+
+def work(M: int, N: int, K: int, cfg: dict, sms: int = SMS, grid=None) -> dict:
     """The counts of one configuration on one shape (B as w.t(), bf16): programs, rounds, steps, the bytes a step
-    copies, the slice's MiB, the HBM bytes."""
+    copies, the slice's MiB, the HBM bytes. ``grid(units, sms)`` gives (programs, rounds) (``persistent_grid`` when
+    None)."""
     swap = bool(cfg.get("SWAP_AB"))
     kM, kN = (N, M) if swap else (M, N)
     BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"] + (cfg.get("BLOCK_N2") or 0), cfg["BLOCK_K"]
     split = cfg.get("SPLIT_K", 1)
     tiles = _cdiv(kM, BM) * _cdiv(kN, BN)
     units = tiles * split
-    programs = min(units, sms)
+    programs, rounds = (grid or persistent_grid)(units, sms)
     # TMA copies only the rows of a box that lie inside the tensor (the rest is zero-filled in shared memory): a
     # 128-row tile of one token's activations reads one row of them.
     copied = (min(BM, kM) + min(BN, kN)) * BK * 2.0
     slice_mib = BM * BN * 4 / 2**20 if split > 1 else 0.0
     hbm = 2.0 * (M * K + N * K + M * N) + (2 * tiles * (split - 1) * BM * BN * 4 if split > 1 else 0)
-    return {"tile": tile_of(cfg), "programs": programs, "rounds": _cdiv(units, programs),
+    return {"tile": tile_of(cfg), "programs": programs, "rounds": rounds,
             "steps": _cdiv(_cdiv(K, BK), split), "stages": cfg["STAGES"], "copied": copied,
             "slice_mib": slice_mib, "split": split, "hbm": hbm}
 
@@ -186,14 +195,15 @@ def fit(rows, sms: int = SMS, iterations: int = 60) -> Constants:
     return Constants({k: float(x) for k, x in g.items()}, {t: float(x) for t, x in zip(names, tiles)})
 
 
-def rank(c: Constants, M: int, N: int, K: int, space, sms: int = SMS) -> list[tuple[float, dict]]:
-    """(predicted µs, configuration) for each candidate of ``space`` whose tile the model knows, fastest first."""
+def rank(c: Constants, M: int, N: int, K: int, space, sms: int = SMS, grid=None) -> list[tuple[float, dict]]:
+    """(predicted µs, configuration) for each candidate of ``space`` whose tile the model knows, fastest first;
+    ``grid`` as ``work``'s."""
     known = [cfg for cfg in space if tile_of(cfg) in c.tiles]
     if not known:
         return []
     names = list(c.tiles)
     t = _predict(c.globals, np.array([c.tiles[n] for n in names]),
-                 _arrays([work(M, N, K, cfg, sms) for cfg in known], names))
+                 _arrays([work(M, N, K, cfg, sms, grid) for cfg in known], names))
     order = np.argsort(t, kind="stable")
     return [(float(t[i]), known[i]) for i in order]
 
@@ -266,10 +276,10 @@ def leave_one_family_out(survey: dict, sms: int = SMS) -> dict:
 TABLE_FAMILY = "llama-3-8b"
 
 
-def pick(c: Constants, M: int, N: int, K: int, space, sms: int = SMS) -> dict:
+def pick(c: Constants, M: int, N: int, K: int, space, sms: int = SMS, grid=None) -> dict:
     """The configuration of ``space`` the model ranks first for M × N × K (the dispatcher hands it the survey's
-    space, dispatch.survey_candidates)."""
-    ranked = rank(c, M, N, K, space, sms)
+    space, dispatch.survey_candidates, and lesson 32's persistent_grid as ``grid``)."""
+    ranked = rank(c, M, N, K, space, sms, grid)
     if not ranked:
         raise UnknownTile(f"the cost model knows none of the tiles the space offers for {M}×{N}×{K}: fit it on a "
                           "survey of this space")

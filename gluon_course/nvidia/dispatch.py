@@ -1,5 +1,6 @@
 """Which configuration a GEMM shape gets (lesson 32): a table written by a tuning run on a GPU, committed with its
-provenance, and one stated rule for the shapes the table does not list.
+provenance, for the shapes it lists; for every other shape, the candidate of the tuning space that a cost model,
+fitted on the same GPU's timings, ranks first.
 
 A table is a JSON file (``results/tuning/<gpu>-linear.json``):
 
@@ -8,26 +9,26 @@ A table is a JSON file (``results/tuning/<gpu>-linear.json``):
 
 ``b`` is "nk" for B given as w.t() (W N × K row-major, how ``nn.Linear`` keeps it) and "kn" for B K × N row-major.
 
-The rule for a shape the table lacks, in order:
-1. the same (N, K, b) is in the table: the entry of the nearest M (by log₂ M; a tie goes to the larger M), with
-   SPLIT_K lowered to what this K allows;
-2. otherwise by the shape: M ≤ 64 swaps A and B (a 128-row tile of W, M padded to a power of two ≥ 16) and splits K
+For a shape the table lacks, in order:
+1. where this GPU has a survey (``results/tuning/<gpu>-survey.json``, written by ``tools/gpu/tune_linear.py
+   --survey``), the cost model fitted on it (``cost_model``) ranks every candidate of ``survey_candidates`` for the
+   shape, and the first is taken;
+2. without a survey, the same (N, K, b) in the table: the entry of the nearest M (by log₂ M; a tie goes to the larger
+   M), with SPLIT_K lowered to what this K allows;
+3. otherwise by the shape: M ≤ 64 swaps A and B (a 128-row tile of W, M padded to a power of two ≥ 16) and splits K
    until the work units fill the SMs, up to 8 ways; a shape whose 128 × 128 tiles are fewer than the SMs takes that
    tile and splits K the same way, up to 4; everything else takes lesson 19's 128 × 256 tile.
 
-And for every shape, table or rule, unless its entry sets W_FIRST itself: W's copies carry L2's evict_first priority
-(W_FIRST = 1) when M ≤ 512 and the entry is not stream-K's (whose kernel takes no hint). On the H200 the hint took 1
-to 3 µs off do_bench's figure on each of six shapes with M from 16 to 512, by sparing the write-back of the lines
-do_bench's L2 overwrite leaves dirty (results/trials/nvidia-h200-2026-12-03-cache-policy.json); above M = 512 W is
-read by many row blocks over a longer kernel, and no run has measured the hint there.
+And for every shape, unless its entry sets W_FIRST itself: W's copies carry L2's evict_first priority (W_FIRST = 1)
+when M ≤ 512. On the H200 the hint took 1 to 3 µs off do_bench's figure on each of six shapes with M from 16 to 512,
+by sparing the write-back of the lines do_bench's L2 overwrite leaves dirty
+(results/trials/nvidia-h200-2026-12-03-cache-policy.json); above M = 512 W is read by many row blocks over a longer
+kernel, and no run has measured the hint there.
 """
-# (Lesson 32's notebook prints the rule above as recorded.) The recording of 2026-12-03 that first ran the last rule
-# (a7aad90e24) found it slower at the output layer (1 × 128256 × 4096: 0.958× F.linear against 1.013× without the
-# hint). The re-tune after it (tools/gpu/tune_linear.py --space hint, 2026-12-03) timed every entry with W_FIRST 0 and
-# 1: it wrote W_FIRST = 0 into the output layer's two decode entries and W_FIRST = 1 into two with M = 2048 (above the
-# rule's M ≤ 512, where the docstring's last sentence predates it), and left the rule's choice everywhere else (at
-# M ≤ 512 the hint was the faster on all but 512 × 4096 × 14336, 2% slower there); the recording at 836a37ba7d runs
-# that table (1 × 128256 × 4096: 1.011×).
+# (Lesson 32's notebook prints the list above.) The recording of 2026-12-03 that first ran the last rule found it
+# slower at the output layer (1 × 128256 × 4096). The re-tune after it (tools/gpu/tune_linear.py --space hint,
+# 2026-12-03) timed every entry with W_FIRST 0 and 1: it wrote W_FIRST = 0 into the output layer's two decode entries
+# and W_FIRST = 1 into two with M = 2048, and left the rule's choice everywhere else (book/lab-notes/32.md).
 from __future__ import annotations
 
 import json
@@ -38,16 +39,35 @@ from pathlib import Path
 # The SM count the rule plans for when it is not told (an H100 SXM or H200 has 132).
 SMS = 132
 BASE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8, "LOAD_REGS": 40,
-        "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0, "BLOCK_N2": 0, "W_FIRST": None}
+        "SPLIT_K": 1, "SWAP_AB": False, "BLOCK_N2": 0, "W_FIRST": None}
 KEYS = tuple(BASE)
+# Keys a table written before they were retired may hold, with the one value they may have there: STREAM_K, the
+# waves of tiles stream-K shared (0 for none), which the re-tunes wrote into the entries they touched while stream-K
+# was in the space (15 of the committed table's 31). Stream-K lost on every shape it was timed on and no entry uses
+# it; it lives in tools/probes/probe_streamk.py now.
+RETIRED = {"STREAM_K": 0}
 # The largest M whose shapes load W with the evict_first hint when their entry does not say (the docstring's last
 # rule).
 W_FIRST_UP_TO_M = 512
 
 
-def w_first(M: int, cfg: dict) -> int:
-    """The docstring's last rule: 1 (W's copies evict_first) for M ≤ W_FIRST_UP_TO_M without stream-K, else 0."""
-    return int(M <= W_FIRST_UP_TO_M and not cfg.get("STREAM_K"))
+def w_first(M: int, cfg: dict | None = None) -> int:
+    """The docstring's last rule: 1 (W's copies evict_first) for M ≤ W_FIRST_UP_TO_M, else 0."""
+    return int(M <= W_FIRST_UP_TO_M)
+
+
+def from_file(config: dict, where: str) -> dict:
+    """An entry's configuration as a table file holds it, a retired key (RETIRED) dropped where it has its retired
+    value; any other value of a retired key, or a key the dispatcher does not know, is refused with a sentence."""
+    for key, value in RETIRED.items():
+        if key in config and config[key] != value:
+            raise ValueError(f"{where}: {key}={config[key]!r}, a configuration the dispatcher no longer has (stream-K "
+                             "lost on every shape it was timed on: tools/probes/probe_streamk.py); re-tune this entry")
+    found = {k: v for k, v in config.items() if k not in RETIRED}
+    unknown = set(found) - set(KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+    return found
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -63,23 +83,10 @@ def _splits(units: int, k_steps: int, sms: int, most: int) -> int:
     return split
 
 
-def streamk_grid(tiles: int, k_steps: int, sms: int, waves: int) -> tuple[int, int]:
-    """Stream-K's (programs, SK_TILES) for ``STREAM_K = waves`` ≥ 1: the tiles of the last, partial wave and
-    ``waves − 1`` full waves before it are shared step by step (all of them when there are fewer), the rest go whole;
-    no more programs than shared K steps, so no program's range is empty. SK_TILES = 0 (the tiles fill whole waves
-    and ``waves`` is 1) leaves every tile whole."""
-    if waves < 1:
-        raise ValueError(f"STREAM_K={waves!r}: 0 for no stream-K, or the waves of tiles it shares (1 or more)")
-    sk = min(tiles, tiles % sms + (waves - 1) * sms)
-    return (min(sms, sk * k_steps) if sk else min(sms, tiles)), sk
-
-
 def rule(M: int, N: int, K: int, b_kn: bool = False, sms: int = SMS) -> dict:
-    """Rule 2 of the module's docstring: a configuration from the shape alone; never stream-K, which only a table's
-    entry (timed on a GPU) chooses. Rule 1 carries an entry's STREAM_K over as it is: the launcher sizes stream-K's
-    shared tiles from the shape."""
+    """Rule 3 of the module's docstring: a configuration from the shape alone."""
     k_steps = _cdiv(K, 64)
-    hint = {"W_FIRST": w_first(M, BASE)}
+    hint = {"W_FIRST": w_first(M)}
     if M <= 64:
         width = max(16, 1 << max(0, (M - 1).bit_length()))
         tiles = _cdiv(N, 128)
@@ -98,21 +105,20 @@ class DispatchTable:
     provenance: dict = field(default_factory=dict)
     sms: int = SMS
     model: object = None                               # cost_model.Constants: ranks the space for unlisted shapes
+    grid: object = None                                # the model's persistent grid, (units, SMs) -> (programs, rounds)
 
     @classmethod
     def load(cls, path: str | Path) -> "DispatchTable":
         data = json.loads(Path(path).read_text())
         entries = {}
         for e in data["entries"]:
-            unknown = set(e["config"]) - set(KEYS)
-            if unknown:
-                raise ValueError(f"{path}: entry {e['M']}×{e['N']}×{e['K']} has unknown keys {sorted(unknown)}")
-            entries[(e["M"], e["N"], e["K"], e["b"])] = {**BASE, **e["config"]}
+            config = from_file(e["config"], f"{path}: entry {e['M']}×{e['N']}×{e['K']}")
+            entries[(e["M"], e["N"], e["K"], e["b"])] = {**BASE, **config}
         return cls(entries, data.get("provenance", {}), data.get("sms", SMS))
 
     def config(self, M: int, N: int, K: int, b_kn: bool = False) -> dict:
-        """The configuration for one shape: the table's, else the module's rule (1, then 2); W_FIRST by the last
-        rule where the entry leaves it unset."""
+        """The configuration for one shape: the table's, else the cost model's pick (1), else the module's rules (2,
+        then 3); W_FIRST by the last rule where the entry leaves it unset."""
         cfg = self._config(M, N, K, b_kn)
         if cfg.get("W_FIRST") is None:
             cfg["W_FIRST"] = w_first(M, cfg)
@@ -124,11 +130,12 @@ class DispatchTable:
         if found is not None:
             return dict(found)
         if self.model is not None and M > 0 and N > 0 and K > 0:
-            # A shape the table lacks: the cost model ranks the survey's space for it (cost_model.pick). Without a
-            # fitted model (no survey on this GPU), the two rules below.
+            # A shape the table lacks: the cost model ranks the survey's space for it (cost_model.pick), counting
+            # rounds with ``grid`` (the lesson's persistent_grid, or the model's own). Without a fitted model (no
+            # survey on this GPU), the two rules below.
             from .cost_model import pick
 
-            return {**BASE, **pick(self.model, M, N, K, survey_candidates(M, N, K, self.sms), self.sms)}
+            return {**BASE, **pick(self.model, M, N, K, survey_candidates(M, N, K, self.sms), self.sms, self.grid)}
         same = [m for (m, n, k, bb) in self.entries if (n, k, bb) == (N, K, b)]
         if same and M > 0:
             nearest = min(same, key=lambda m: (abs(math.log2(m) - math.log2(M)), -m))
@@ -167,13 +174,8 @@ MORE_SWAP_RINGS = ((64, 6), (128, 3))
 # do not); the re-tune of 2026-12-02 replaced 6 entries with them, none with 16 stages.
 DEEP_TILES = ((64, 64, 64, 12, 4),)
 DEEP_SWAP_RINGS = ((64, 12), (64, 16), (128, 6))
-# Stream-K (lesson 32's streamk_kernel, added after the second tuning run; timed in the third, on five shapes, where it
-# won none: see the table's provenance): the tiles whose
-# stream-K kernel fits one SM with no spills on sm_90 (lesson 32's check streamk_sm_90 compiles each). 128 × 256 with
-# 8 warps spills there (104 bytes; split-K's kernel spills at that tile too), so it is not one of them.
-STREAMK_TILES = ((128, 128, 64, 4, 4), (128, 128, 64, 6, 4), (128, 128, 64, 4, 8), (64, 256, 64, 4, 4),
-                 (64, 128, 64, 6, 4), (128, 64, 64, 8, 4))
-STREAMK_SWAP_RINGS = ((64, 4), (128, 4))
+# Stream-K (added after the second tuning run, timed in the third on five shapes, where it won none) left the space
+# with its kernel: its tiles and candidates are in tools/probes/probe_streamk.py.
 # Added on 2026-12-02 (after the deep rings), for the shapes the re-tunes left below F.linear. Wide tiles (BLOCK_M,
 # BLOCK_N, BLOCK_N2, BLOCK_K, STAGES, num_warps): BLOCK_N + BLOCK_N2 columns in two strips, each a power of two as every Gluon tensor's
 # side is in Triton 3.9.0 (triton/_utils.py, validate_block_shape). 128 × 192 is the tile cuBLAS's kernel name gives
@@ -263,45 +265,15 @@ def wide_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
 
 def new_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
     """What the space gained after the first table: MORE_TILES, splits of 6 and 8 ways for every tile, the
-    rings of MORE_SWAP_RINGS, stream-K (streamk_candidates) and the deep rings (deep_candidates); only the
-    configurations the first space lacks."""
+    rings of MORE_SWAP_RINGS, the deep rings (deep_candidates) and the wide tiles (wide_candidates); only the
+    configurations the first space lacks. (Stream-K's candidates were among them until it left the space.)"""
     first = {_key(c) for c in first_candidates(M, N, K, sms)}
     found, seen = [], set()
     for c in (_space(M, N, K, sms, TILES + MORE_TILES, (1, 2, 3, 4, 6, 8), SWAP_RINGS + MORE_SWAP_RINGS)
-              + streamk_candidates(M, N, K, sms) + deep_candidates(M, N, K, sms) + wide_candidates(M, N, K, sms)):
+              + deep_candidates(M, N, K, sms) + wide_candidates(M, N, K, sms)):
         if _key(c) not in first and _key(c) not in seen:
             seen.add(_key(c))
             found.append(c)
-    return found
-
-
-def streamk_candidates(M: int, N: int, K: int, sms: int = SMS) -> list[dict]:
-    """Stream-K over the last partial wave (STREAM_K = 1) and over it and one full wave more (2), for each tile of
-    STREAMK_TILES whose tiles leave a wave partly empty and make fewer than four waves; swap-AB's tiles (64 or 128
-    rows of W, the rings of STREAMK_SWAP_RINGS) for M ≤ 128. A setting that shares no tile, or the same tiles as
-    the one before it, is left out."""
-    found = []
-
-    def add(cfg, tiles, k_steps):
-        if tiles % sms == 0 or tiles >= 4 * sms:
-            return
-        shared = set()
-        for waves in (1, 2):
-            sk = streamk_grid(tiles, k_steps, sms, waves)[1]
-            if sk and sk not in shared:
-                shared.add(sk)
-                found.append({**cfg, "STREAM_K": waves})
-
-    for bm, bn, bk, stages, warps in STREAMK_TILES:
-        add({**BASE, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages, "num_warps": warps},
-            _cdiv(M, bm) * _cdiv(N, bn), _cdiv(K, bk))
-    if M <= 128:
-        width = max(16, 1 << max(0, (M - 1).bit_length()))
-        for rows in SWAP_ROWS:
-            for block_k, stages in STREAMK_SWAP_RINGS:
-                if _ring_fits(rows, width, block_k, stages, rows * width * 2):
-                    add({**BASE, "BLOCK_M": rows, "BLOCK_N": width, "BLOCK_K": block_k, "STAGES": stages,
-                         "num_warps": 4, "SWAP_AB": True}, _cdiv(N, rows), _cdiv(K, block_k))
     return found
 
 
@@ -336,7 +308,7 @@ def table_for(gpu_slug: str | None) -> DispatchTable:
 
 
 # -- The survey space: what the cost model is fitted on (tools/gpu/tune_linear.py --survey) --------------------------
-# The tiles of the space above (stream-K left out: it lost on every shape it was timed on), with more ways to cut
+# The tiles of the space above, with more ways to cut
 # small problems: K split up to 16 ways where a tile grid leaves most SMs idle (a 128 × 512 C is four 128 × 128
 # tiles), and swap-AB's activation columns cut to half or a quarter of M's power of two, split too.
 SURVEY_TILES = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 8), (128, 128, 64, 6, 4), (128, 128, 128, 3, 8),
@@ -420,7 +392,8 @@ def unseen_families_table(lesson, pairs: int = 3, rep_ms: int = 20, families=Non
     for family in names:
         # The dispatcher as a user reaches it (Linear(table=...)), its model fitted without this family, and no table
         # entries: every shape of the family is one the table does not list.
-        table = DispatchTable(model=fitted(leave_out=family))
+        # The lesson's own count of rounds (persistent_grid), as its dispatcher uses it.
+        table = DispatchTable(model=fitted(leave_out=family), grid=lesson.persistent_grid)
         for row in survey["rows"]:
             if row["family"] != family or (row["M"], row["N"], row["K"]) in seen:
                 continue

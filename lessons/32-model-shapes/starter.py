@@ -8,10 +8,13 @@ small M it covers the few rows of A with mostly empty tiles and leaves most SMs 
 19's with two more ways to cut the work, chosen per shape: **split-K**, where several programs share one tile of C,
 each summing a slice of K and the last to finish adding the slices in a fixed order (so the result is the same bits
 on every run), and **swap-AB**, which computes Cᵀ = W·Aᵀ so that N, not the small M, fills the 64-row side of wgmma.
-A table tuned on the GPU says which tile, split and operand order each shape gets; plans kept as lesson 31 keeps them
-(the toolkit's ``gluon_course.nvidia.launch``: signature, descriptors by address, CUtensorMaps encoded once) keep the
-choice. A third way, **stream-K** (``streamk_kernel``), shares the whole problem's K steps evenly among the programs,
-against wave quantization; it is in the tuning space, not yet timed on a GPU.
+A third, a tile of 192 columns held as two strips (``BLOCK_N2``), fills one wave where no power of two does.
+
+Which way a shape gets is the dispatcher's choice (``gluon_course.nvidia.dispatch``): a table tuned on the GPU for
+the shapes it lists, and for any other shape the candidate of the tuning space that a cost model, fitted on the GPU's
+timings, ranks first. The model counts each configuration's work in rounds of a persistent grid
+(``persistent_grid``). Plans kept as lesson 31 keeps them (the toolkit's ``gluon_course.nvidia.launch``: signature,
+descriptors by address, CUtensorMaps encoded once) keep the choice.
 """
 from collections import OrderedDict
 
@@ -24,7 +27,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from gluon_course.nvidia import launch as kept
-from gluon_course.nvidia.dispatch import DispatchTable, streamk_grid, table_for, w_first
+from gluon_course.nvidia.dispatch import DispatchTable, table_for, w_first
 from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 from gluon_course.nvidia.tiles import grouped_tile
 from gluon_course.validate import require_matmul_args
@@ -32,7 +35,7 @@ from gluon_course.validate import require_matmul_args
 GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 # Lesson 19's configuration: what a shape gets when neither the table nor the rule says otherwise.
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "STAGES": 3, "GROUP_M": 8,
-          "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False, "STREAM_K": 0, "BLOCK_N2": 0, "W_FIRST": None}
+          "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False, "BLOCK_N2": 0, "W_FIRST": None}
 # W's copies with L2's evict_first priority (W_FIRST = 1): the lines they bring are the first a later allocation in L2
 # evicts, so the kernel's own W lines make room for what it loads next instead of lines that someone else left dirty
 # (after do_bench's L2 overwrite, all of L2), which would have to be written back to HBM first.
@@ -273,166 +276,6 @@ def linear_kernel(a_desc, b_desc, c_desc, b2_desc, c2_desc, partial_ptr, arrival
         mbarrier.invalidate(empty.index(s))
 
 
-# -- Stream-K: the K steps of the whole problem shared evenly ------------------------------------------------------
-# The variant here: "stream-K, last to arrive reduces", with data-parallel tiles after it. The first SK_TILES tiles
-# (in the grouped order) are one run of SK_TILES × k_tiles K steps cut into as many equal ranges as there are
-# programs; a range may start and end inside a tile. The other tiles go whole to the programs in turn, as the
-# persistent loop above gives them. A tile that several programs share is finished by the last of them to arrive
-# at its counter (as split-K's is): it adds every program's fp32 partial in program order, so the bits do not depend
-# on who arrives last. No program ever waits for another, so nothing depends on which programs are resident at once.
-
-@gluon.jit
-def streamk_units(programs, tiles, SK_TILES, k_tiles):
-    """How many units program ``gl.program_id(0)`` runs: the tiles its stream-K range touches, then its share of the
-    data-parallel tiles. The launcher keeps ``programs`` ≤ SK_TILES × k_tiles (or SK_TILES = 0), so no range is
-    empty."""
-    pid = gl.program_id(0)
-    sk_steps = SK_TILES * k_tiles
-    begin = pid * sk_steps // programs
-    end = (pid + 1) * sk_steps // programs
-    return (end + k_tiles - 1) // k_tiles - begin // k_tiles + (tiles - SK_TILES - pid + programs - 1) // programs
-
-
-@gluon.jit
-def streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
-    """Unit ``i`` of this program: its tile (number and grouped coordinates), the K steps [k0, k1) it sums and the
-    first and last programs that share the tile (q0 == q1: this program has it whole)."""
-    pid = gl.program_id(0)
-    sk_steps = SK_TILES * k_tiles
-    begin = pid * sk_steps // programs
-    end = (pid + 1) * sk_steps // programs
-    touched = (end + k_tiles - 1) // k_tiles - begin // k_tiles
-    tile = SK_TILES + pid + (i - touched) * programs
-    k0 = 0
-    k1 = k_tiles
-    q0 = pid
-    q1 = pid
-    if i < touched:
-        tile = begin // k_tiles + i
-        k0 = max(begin - tile * k_tiles, 0)
-        k1 = min(end - tile * k_tiles, k_tiles)
-        # Program q's range starts at q·sk_steps // programs: the owner of step s is ((s + 1)·programs − 1) // sk_steps.
-        q0 = ((tile * k_tiles + 1) * programs - 1) // sk_steps
-        q1 = ((tile + 1) * k_tiles * programs - 1) // sk_steps
-    pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
-    return tile, pid_m, pid_n, k0, k1, q0, q1
-
-
-@gluon.jit
-def streamk_slot(q, tile, programs, sk_steps, k_tiles):
-    """Where program ``q`` keeps its partial of ``tile``: two slots per program, 2q for the first tile its range
-    touches and 2q + 1 for its last (a range shares at most those two: the tiles between are its alone)."""
-    return 2 * q + min(tile - (q * sk_steps // programs) // k_tiles, 1)
-
-
-@gluon.jit
-def share_partial(acc, partial_ptr, flags_ptr, tile, slot, acc_layout: gl.constexpr):
-    """Store this program's fp32 partial of a shared tile in its slot, then count it in the tile's counter: the
-    consumers' barrier first (every thread's part stored), then one thread's atomic, whose release publishes the
-    partial to the program that acquires the count. Returns the count before this arrival."""
-    BLOCK_M: gl.constexpr = acc.shape[0]
-    BLOCK_N: gl.constexpr = acc.shape[1]
-    gl.store(partial_ptr + slot * (BLOCK_M * BLOCK_N) + tile_offsets(BLOCK_M, BLOCK_N, acc_layout), acc)
-    gl.barrier()
-    return gl.atomic_add(flags_ptr + tile, 1, sem="acq_rel", scope="gpu")
-
-
-@gluon.jit
-def add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M: gl.constexpr,
-                 BLOCK_N: gl.constexpr, acc_layout: gl.constexpr):
-    """The tile's partials added in program order, q0's first, read from L2 (.cg): the same additions in the same
-    order whichever program arrived last."""
-    in_tile = tile_offsets(BLOCK_M, BLOCK_N, acc_layout)
-    total = gl.load(partial_ptr + streamk_slot(q0, tile, programs, sk_steps, k_tiles) * (BLOCK_M * BLOCK_N)
-                    + in_tile, cache_modifier=".cg")
-    for q in range(q0 + 1, q1 + 1):
-        total += gl.load(partial_ptr + streamk_slot(q, tile, programs, sk_steps, k_tiles) * (BLOCK_M * BLOCK_N)
-                         + in_tile, cache_modifier=".cg")
-    return total
-
-
-@gluon.jit
-def streamk_load_partition(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SK_TILES, STAGES: gl.constexpr,
-                           GROUP_M: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr):
-    """The producer of the stream-K kernel: load_partition's K steps, unit by unit of streamk_unit."""
-    BLOCK_M: gl.constexpr = a_desc.block_shape[0] if A_KM else a_desc.block_shape[1]
-    BLOCK_K: gl.constexpr = a_desc.block_shape[1] if A_KM else a_desc.block_shape[0]
-    BLOCK_N: gl.constexpr = b_desc.block_shape[1] if B_KN else b_desc.block_shape[0]
-    num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
-    k_tiles = gl.cdiv(K, BLOCK_K)
-    programs = gl.num_programs(0)
-    step = 0
-    for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
-        tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
-                                                          GROUP_M)
-        for k in range(k0, k1):
-            load_step(a_desc, b_desc, b_desc, a_ring, b_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES,
-                      A_KM, B_KN, 0, None, None)
-            step += 1
-
-
-@gluon.jit
-def streamk_mma_partition(c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, flags_ptr, M, N, K, SK_TILES,
-                          STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr, A_KM: gl.constexpr,
-                          B_KN: gl.constexpr, SWAP_AB: gl.constexpr):
-    """The consumers of the stream-K kernel: each unit's products as mma_partition's; a tile this program has whole
-    goes to C, a shared one to share_partial, and the program that arrives last at its counter adds the partials
-    (add_partials), stores C and resets the counter for the next call."""
-    BLOCK_M: gl.constexpr = a_ring.shape[1] if A_KM else a_ring.shape[2]
-    BLOCK_K: gl.constexpr = a_ring.shape[2] if A_KM else a_ring.shape[1]
-    BLOCK_N: gl.constexpr = b_ring.shape[2] if B_KN else b_ring.shape[1]
-    num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
-    k_tiles = gl.cdiv(K, BLOCK_K)
-    programs = gl.num_programs(0)
-    sk_steps = SK_TILES * k_tiles
-    step = 0
-    for i in range(streamk_units(programs, num_pid_m * num_pid_n, SK_TILES, k_tiles)):
-        tile, pid_m, pid_n, k0, k1, q0, q1 = streamk_unit(i, programs, SK_TILES, k_tiles, num_pid_m, num_pid_n,
-                                                          GROUP_M)
-        acc, _, step = unit_products(a_ring, b_ring, b_ring, ready, empty, step, k0, k1, STAGES, acc_layout,
-                                     acc_layout, A_KM, B_KN, 0)
-        if q0 == q1:
-            store_strips(c_desc, c_smem, c_desc, c_smem, acc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, 0, SWAP_AB)
-        else:
-            mine = streamk_slot(gl.program_id(0), tile, programs, sk_steps, k_tiles)
-            arrived = share_partial(acc, partial_ptr, flags_ptr, tile, mine, acc_layout)
-            if arrived == q1 - q0:
-                acc = add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M, BLOCK_N,
-                                   acc_layout)
-                store_strips(c_desc, c_smem, c_desc, c_smem, acc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, 0, SWAP_AB)
-                gl.atomic_xchg(flags_ptr + tile, 0, sem="relaxed", scope="gpu")
-    tma.store_wait(0)
-
-
-@gluon.jit(do_not_specialize=["M", "N", "K", "SK_TILES"])
-def streamk_kernel(a_desc, b_desc, c_desc, partial_ptr, flags_ptr, M, N, K, SK_TILES, BLOCK_M: gl.constexpr,
-                   BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr,
-                   GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, A_KM: gl.constexpr, B_KN: gl.constexpr,
-                   SWAP_AB: gl.constexpr):
-    """linear_kernel's product with stream-K's units (streamk_unit): the first SK_TILES tiles' K steps shared
-    evenly by the programs, the other tiles whole. ``partial_ptr``: two fp32 tiles per program; ``flags_ptr``: one
-    counter per tile, 0 before and after a launch."""
-    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
-    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
-    gl.warp_specialize([
-        (streamk_mma_partition, (c_desc, a_ring, b_ring, c_smem, ready, empty, partial_ptr, flags_ptr, M, N, K,
-                                 SK_TILES, STAGES, GROUP_M, acc_layout, A_KM, B_KN, SWAP_AB)),
-        (streamk_load_partition, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SK_TILES, STAGES, GROUP_M,
-                                  A_KM, B_KN)),
-    ], [1], [LOAD_REGS])
-    for s in gl.static_range(STAGES):
-        mbarrier.invalidate(ready.index(s))
-        mbarrier.invalidate(empty.index(s))
-
-
 def kernel_args(config: dict, swap_ab: bool, b_kn: bool) -> dict:
     """The constexprs of linear_kernel for a configuration: its tile, layouts and operand orders. Without swap-AB
     the kernel's A is the activations (M × K) and its B is B; with swap-AB its A is B read as Wᵀ's transpose (W N × K
@@ -450,8 +293,6 @@ def kernel_args(config: dict, swap_ab: bool, b_kn: bool) -> dict:
 
 ARGUMENT_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout", "STAGES", "GROUP_M", "LOAD_REGS", "A_KM", "B_KN",
                   "SPLIT", "SWAP_AB", "BLOCK_N2", "acc2_layout", "A_POLICY", "B_POLICY")
-STREAMK_ORDER = tuple(name for name in ARGUMENT_ORDER
-                      if name not in ("SPLIT", "BLOCK_N2", "acc2_layout", "A_POLICY", "B_POLICY"))
 
 
 def operand_views(a, b, b_kn: bool, swap_ab: bool):
@@ -461,6 +302,17 @@ def operand_views(a, b, b_kn: bool, swap_ab: bool):
     if not swap_ab:
         return a, (b if b_kn else b.t()), M, N
     return (b if b_kn else b.t()), a, N, M
+
+
+def persistent_grid(units: int, sms: int) -> tuple[int, int]:
+    """The persistent grid of a launch of ``units`` work units (tiles, or a tile's slices of K) on ``sms`` SMs:
+    (programs, rounds). One program an SM at most, and never more programs than units; program p runs units p,
+    p + programs, p + 2·programs, ... (the kernel's loop), so the busiest program runs ``rounds`` units, and the launch
+    lasts about as long as that program does. The launcher sizes its grid with it, and the dispatcher's cost model
+    counts a configuration's time in its rounds."""
+    # TODO gap 2: the programs (at most one an SM, never more than the units) and the busiest program's units
+    raise NotImplementedError("lesson 32, gap 2 not yet implemented: the programs (at most one an SM, never more than the units) and the busiest program's units")
+    return programs, rounds
 
 
 class Plan:
@@ -489,34 +341,27 @@ class Plan:
             if not (isinstance(BN2, int) and 8 <= BN2 <= 256 and BN2 & (BN2 - 1) == 0):
                 raise ValueError(f"BLOCK_N2={BN2!r}: a wide tile's second strip is one more wgmma and TMA box, so its "
                                  "width is a power of two from 8 to 256 (or 0: no second strip)")
-            if self.swap_ab or cfg["STREAM_K"]:
+            if self.swap_ab:
                 raise ValueError(f"BLOCK_N2={BN2!r}: a wide tile (a second strip of B's columns) is linear_kernel's "
-                                 "without swap-AB; set BLOCK_N2=0 for swap-AB and stream-K")
+                                 "without swap-AB; set BLOCK_N2=0 for swap-AB")
         if not (isinstance(split, int) and 1 <= split <= triton.cdiv(K, BK)):
             raise ValueError(f"SPLIT_K={split!r}: between 1 and the K steps of the tile ({triton.cdiv(K, BK)} at "
                              f"K={K}, BLOCK_K={BK}), so that no slice of K is empty")
-        self.stream_k = cfg["STREAM_K"]
-        if not (isinstance(self.stream_k, int) and self.stream_k >= 0) or (self.stream_k and split != 1):
-            raise ValueError(f"STREAM_K={self.stream_k!r} with SPLIT_K={split!r}: STREAM_K is 0 (no stream-K) or the "
-                             "waves of tiles stream-K shares (1 or more), and stream-K does not split K as well")
         if cfg["W_FIRST"] is None:
             cfg["W_FIRST"] = w_first(M, cfg)
-        if cfg["W_FIRST"] not in (0, 1) or (cfg["W_FIRST"] and self.stream_k):
-            raise ValueError(f"W_FIRST={cfg['W_FIRST']!r} with STREAM_K={self.stream_k!r}: W_FIRST is 1 (W's copies "
-                             "with L2's evict_first hint) or 0 (none), and the stream-K kernel's copies take no hint")
+        if cfg["W_FIRST"] not in (0, 1):
+            raise ValueError(f"W_FIRST={cfg['W_FIRST']!r}: W_FIRST is 1 (W's copies with L2's evict_first hint) or 0 "
+                             "(none), or None for the dispatch module's rule")
         self.constexprs = kernel_args(cfg, self.swap_ab, self.b_kn)
         ka, kb, kM, kN = operand_views(a, b, self.b_kn, self.swap_ab)
         self.kernel_mnk = (kM, kN, K)
-        # A's, B's and C's boxes, then the wide tile's second strip of B and of C (B's and C's again without one;
-        # stream-K's kernel takes the first three).
+        # A's, B's and C's boxes, then the wide tile's second strip of B and of C (B's and C's again without one).
         strip = BN2 or BN
         self.blocks = ([BM, BK] if self.constexprs["A_KM"] else [BK, BM],
                        [BK, BN] if self.constexprs["B_KN"] else [BN, BK],
                        [BN, BM] if self.swap_ab else [BM, BN],
                        [BK, strip] if self.constexprs["B_KN"] else [strip, BK],
                        [strip, BM] if self.swap_ab else [BM, strip])
-        if self.stream_k:
-            self.blocks = self.blocks[:3]
         dtype = GL_DTYPES[a.dtype]
         self.layouts = tuple(gl.NVMMASharedLayout.get_default_for(block, dtype) for block in self.blocks)
         for name, t, block in (("A", ka, self.blocks[0]), ("B", kb, self.blocks[1]), ("c", c, self.blocks[2])):
@@ -527,48 +372,30 @@ class Plan:
         self.grid = None
         # After the descriptors and split-K's scratch, the kernel's arguments in its parameters' order (constexprs
         # included: driver.c skips them); the launches, the first through the JIT, the rest with encoded maps.
-        # Stream-K's SK_TILES follows from the grid, so its arguments are set with the grid (set_grid).
         self.rest = (kM, kN, K, split, *(self.constexprs[name] for name in ARGUMENT_ORDER))
-        self.launcher = kept.KeptLaunch(streamk_kernel if self.stream_k else linear_kernel, self.num_warps)
+        self.launcher = kept.KeptLaunch(linear_kernel, self.num_warps)
         if sms is not None:
             self.set_grid(sms)
         self.stream = None                   # Triton's reader of torch's current stream, at the first launch
 
     def set_grid(self, sms: int) -> None:
-        """The persistent grid for ``sms`` SMs: one program per work unit up to the SMs; for stream-K, the programs
-        and shared tiles of ``dispatch.streamk_grid``, checked to fit the kernel's int32 index arithmetic."""
-        if not self.stream_k:
-            self.grid = (min(self.units, sms), 1, 1)
-            return
-        kM, kN, K = self.kernel_mnk
-        k_steps = triton.cdiv(K, self.config["BLOCK_K"])
-        programs, self.sk_tiles = streamk_grid(self.tiles, k_steps, sms, self.stream_k)
-        if (self.sk_tiles * k_steps + 1) * programs >= 2 ** 31:
-            raise ValueError(f"stream-K at {kM}×{kN}×{K}: {self.sk_tiles} shared tiles × {k_steps} K steps × "
-                             f"{programs} programs overflow the kernel's int32 arithmetic; use fewer waves or a "
-                             "larger tile")
-        self.grid = (programs, 1, 1)
-        self.rest = (kM, kN, K, self.sk_tiles, *(self.constexprs[name] for name in STREAMK_ORDER))
+        """The persistent grid for ``sms`` SMs (persistent_grid's programs)."""
+        self.grid = (persistent_grid(self.units, sms)[0], 1, 1)
 
     def descriptors_for(self, a, b, c):
         """The descriptors of the kernel's operands, kept by the three addresses, as lesson 31 keeps them."""
         def make():
             ka, kb, _, _ = operand_views(a, b, self.b_kn, self.swap_ab)
-            return kept.host_descriptors((ka, kb, c, kb, c)[:len(self.blocks)], self.blocks, self.layouts)
+            return kept.host_descriptors((ka, kb, c, kb, c), self.blocks, self.layouts)
         return kept.kept_descriptors(self.descriptors, (a.data_ptr(), b.data_ptr(), c.data_ptr()), make)
 
     def scratch_for(self, device, stream: int):
-        """Split-K's fp32 slices and per-tile counters (stream-K's: two fp32 tiles per program), one set per stream
-        (two streams running one plan at once must not share counters); the counters start at 0 and every tile's
+        """Split-K's fp32 slices and per-tile counters, one set per stream (two streams running one plan at once must not share counters); the counters start at 0 and every tile's
         last unit sets its counter back to 0, so the set is reused by every later launch."""
         found = self.scratch.get(stream)
         if found is None:
             split = self.config["SPLIT_K"]
-            if self.stream_k:
-                cells = 2 * self.grid[0] * self.config["BLOCK_M"] * self.config["BLOCK_N"]
-                found = (torch.empty(cells, dtype=torch.float32, device=device),
-                         torch.zeros(self.tiles, dtype=torch.int32, device=device))
-            elif split == 1:
+            if split == 1:
                 found = (torch.empty(1, dtype=torch.float32, device=device),
                          torch.zeros(1, dtype=torch.int32, device=device))
             else:
@@ -639,10 +466,13 @@ class Linear:
 
 
 def _this_gpus_table() -> DispatchTable:
+    """This GPU's dispatch table (the H200's where it has none), its cost model counting rounds with persistent_grid."""
     import re
 
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else ""
-    return table_for(re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or None)
+    table = table_for(re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or None)
+    table.grid = persistent_grid
+    return table
 
 
 _TABLED = None

@@ -1,6 +1,7 @@
 """Lesson 32's checks: the host model running linear_kernel on each path (a tile, a tile with K split, swap-AB,
 swap-AB with K split, a wide tile unsplit and split; B either way), the split-K protocol and swap-AB's epilogue in
-the sm_90 machine code, the dispatch table and its rule; on a GPU, every path correct on odd shapes, split-K
+the sm_90 machine code, the dispatch table and its rule, the persistent grid the dispatcher's cost model counts
+rounds with; on a GPU, every path correct on odd shapes, split-K
 deterministic, the refusals, the sanitizer; and the figures: the 31 model shapes against F.linear and plain Triton,
 the decode shapes against the memory roofline, and a transformer block with its linear layers swapped."""
 import functools
@@ -109,21 +110,13 @@ def plan_refusal_cases(mod) -> dict:
     def plan(config, M=17, N=136, K=392, sms=None):
         return lambda: mod.Linear(config=config).plan(*operands(M, N, K), sms=sms)
 
-    # Stream-K's index arithmetic on 4096 tiles of 64 × 64 with 12 K steps each, on as many SMs as it could use:
-    # 49152 programs × 49152 shared steps pass 2³¹.
-    wide = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3}
     return {
         "SPLIT_K=8 with K = 392 (7 steps of 64)": (plan({"SPLIT_K": 8}), ValueError, ("SPLIT_K=8", "7", "empty")),
         "SPLIT_K=0": (plan({"SPLIT_K": 0}), ValueError, ("SPLIT_K=0",)),
         "BLOCK_N2=48": (plan({"BLOCK_N": 64, "BLOCK_N2": 48}), ValueError, ("BLOCK_N2=48", "power of two")),
         "BLOCK_N2=32 with swap-AB": (plan({"BLOCK_N": 64, "BLOCK_N2": 32, "SWAP_AB": True}), ValueError,
                                      ("BLOCK_N2=32", "swap-AB")),
-        "STREAM_K=1 with SPLIT_K=2": (plan({"STREAM_K": 1, "SPLIT_K": 2}), ValueError, ("STREAM_K=1", "SPLIT_K=2")),
-        "STREAM_K=-1": (plan({"STREAM_K": -1}), ValueError, ("STREAM_K=-1",)),
-        "W_FIRST=1 with STREAM_K=1": (plan({"W_FIRST": 1, "STREAM_K": 1}), ValueError, ("W_FIRST=1", "stream-K")),
         "W_FIRST=2": (plan({"W_FIRST": 2}), ValueError, ("W_FIRST=2",)),
-        "stream-K on 4096 tiles of 12 K steps, 2²⁰ SMs": (plan({**wide, "STREAM_K": 1}, 4096, 4096, 768, sms=2 ** 20),
-                                                         ValueError, ("int32",)),
         "an unknown config key": (lambda: mod.Linear(config={"BLOCK_SIZE": 64}), TypeError, ("BLOCK_SIZE",)),
         "B with 390 rows for A's 392 columns": (lambda: mod.Linear().plan(*(lambda a, b, c: (a, b[:390], c))(
             *operands(17, 136, 392))), ValueError, ("390",)),
@@ -233,8 +226,7 @@ def table_configs(mod):
         if key in seen:
             continue
         seen.add(key)
-        compiled = _streamk_compiled(mod, cfg) if cfg["STREAM_K"] else _compiled(mod, cfg)
-        problem = fits(compiled, cfg["num_warps"], cfg)
+        problem = fits(_compiled(mod, cfg), cfg["num_warps"], cfg)
         if problem:
             return f"{M}×{N}×{K}'s configuration {cfg}: {problem}"
     return None
@@ -294,133 +286,49 @@ def dispatch(mod):
                   f"{len(MODEL_SHAPES)} model shapes")
 
 
-# -- stream-K ------------------------------------------------------------------------------------
+# -- the persistent grid (exercise 2) -------------------------------------------------------------------------------
 
-# Small tiles for the host model; "every tile": STREAM_K = 3 on the model's few programs shares all of them (a
-# program's range may then hold shared tiles at both ends and whole ones between), "after data-parallel tiles":
-# STREAM_K = 1 shares only the last partial wave.
-STREAMK_PATHS = {"stream-K, every tile": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3,
-                                           "STREAM_K": 3}, 7),
-                 "stream-K after data-parallel tiles": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "STAGES": 3,
-                                                         "STREAM_K": 1}, 4),
-                 "swap-AB, stream-K": ({"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3, "SWAP_AB": True,
-                                        "STREAM_K": 1}, 5)}
-# Odd M from 1 up (8193 scaled down to what the model runs), N and K multiples of 8.
-STREAMK_PROBLEMS = ((1, 72, 520), (17, 136, 392), (129, 264, 200), (300, 40, 136), (513, 24, 72))
-# 17 × 136 × 392 on 9 programs: 3 tiles of 7 K steps, 21 steps, 2 or 3 per program: tile 0 is shared by 3 programs,
-# the least for which the order of additions can change a sum's bits (a + b and b + a are the same in fp32). The
-# programs run in the toolkit's orders (model.gemm.PROGRAM_ORDERS), as split-K's units do (split_order).
-DETERMINISM = ((17, 136, 392), 9)
+# (units, SMs) -> (programs, rounds): program p runs units p, p + programs, p + 2·programs, ...
+GRID_FACTS = {(16, 132): (16, 1),          # 16 tiles of W's rows at a decode shape: 116 SMs idle
+              (96, 132): (96, 1),          # 512 × 6144 in 128 × 256 tiles: one round, 36 SMs idle
+              (132, 132): (132, 1),
+              (192, 132): (132, 2),        # 512 × 6144 in 128 × 128 tiles: a second round of 60 units
+              (384, 132): (132, 3),        # the same split 2 ways: 384 units, the third round 120 of 132
+              (1, 132): (1, 1), (7, 3): (3, 3)}
+# Shapes the table does not list (layers of the survey's other families, M from 16 to 4096), where the cost model,
+# fitted on the survey, must pick with the lesson's grid what it picks with the toolkit's own.
+PICK_SHAPES = ((16, 512, 3584), (128, 512, 3584), (16, 18944, 3584), (128, 1024, 8192), (1024, 4096, 4096),
+               (4096, 3584, 3584))
 
 
-def _streamk_launch(mod, cfg, b_layout, programs, order=None, c_dtype=None):
-    from gluon_course.model import gemm as model_gemm
-    from gluon_course.nvidia.dispatch import streamk_grid
-
-    ce = {k: v for k, v in mod.kernel_args(cfg, cfg["SWAP_AB"], b_layout == "row").items()
-          if k in mod.STREAMK_ORDER}
-    k_steps = lambda K: -(-K // cfg["BLOCK_K"])                                          # noqa: E731
-    launch = {}
-
-    def sk_tiles(tiles, n):
-        return streamk_grid(tiles, launch["k_steps"], n, cfg["STREAM_K"])[1]
-
-    inner = model_gemm.streamk_launch(mod.streamk_kernel, ce, sk_tiles, cfg["SWAP_AB"], programs,
-                                      num_warps=cfg["num_warps"], order=order, c_dtype=c_dtype)
-
-    def run(a, b, c, M, N, K):
-        launch["k_steps"] = k_steps(K)
-        return inner(a, b, c, M, N, K)
-    return run
-
-
-def streamk_host_model(mod):
-    """Each stream-K path, B either way, programs run first to last and last to first, in the host model: C exact, each element written once, every partial read
-    only after an acquire of the release that follows its store, every counter back at 0; and C's bits the same
-    whichever program arrives last at a tile three programs share (the programs run in three orders, C kept in
-    fp32, random bf16 operands). No program waits for another, so every program runs to its end alone in each order."""
+def persistent_grid(mod):
+    """persistent_grid on GRID_FACTS, then the dispatcher's picks with it on PICK_SHAPES: the cost model fitted on the
+    survey ranks the survey's space with the lesson's count of rounds (its ``grid`` parameter), against the same model
+    with the toolkit's count (cost_model.persistent_grid)."""
     from gluon_course.grading import NotChecked
-    from gluon_course.model import ModelUnsupported
-    from gluon_course.model import gemm as model_gemm
+    from gluon_course.nvidia import cost_model
+    from gluon_course.nvidia.dispatch import survey_candidates
 
-    try:
-        for what, (overrides, programs) in STREAMK_PATHS.items():
-            cfg = {**mod.CONFIG, **overrides}
-            for b_layout in ("col", "row"):
-                for order in ("first to last", "last to first"):
-                    problem = model_gemm.check(_streamk_launch(mod, cfg, b_layout, programs,
-                                                               model_gemm.PROGRAM_ORDERS[order]),
-                                               STREAMK_PROBLEMS, b_layout=b_layout)
-                    if problem:
-                        return (f"{what}, B {'K × N' if b_layout == 'row' else 'as w.t()'}, programs run {order}: "
-                                f"{problem}")
-        (shape, programs) = DETERMINISM
-        cfg = {**mod.CONFIG, **STREAMK_PATHS["stream-K, every tile"][0]}
-        problem = model_gemm.same_bits_in_any_order(
-            lambda order: _streamk_launch(mod, cfg, "col", programs, order=order, c_dtype="fp32"), [shape],
-            b_layout="col")
-    except ModelUnsupported as e:
-        return NotChecked(f"the host model does not model {e}")
-    return f"stream-K, every tile: {problem}" if problem else None
-
-
-def _streamk_compiled(mod, overrides, b_kn=False):
-    from triton.experimental.gluon import language as gl
-
-    cfg = {**mod.CONFIG, **overrides}
-    ce = {k: v for k, v in mod.kernel_args(cfg, cfg["SWAP_AB"], b_kn).items() if k in mod.STREAMK_ORDER}
-    BM, BN, BK = ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"]
-
-    def desc(block):
-        return tensor_descriptor_type("bf16", block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
-
-    blocks = ([BM, BK] if ce["A_KM"] else [BK, BM], [BK, BN] if ce["B_KN"] else [BN, BK],
-              [BN, BM] if cfg["SWAP_AB"] else [BM, BN])
-    signature = {"a_desc": desc(blocks[0]), "b_desc": desc(blocks[1]), "c_desc": desc(blocks[2]),
-                 "partial_ptr": "*fp32", "flags_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32", "SK_TILES": "i32"}
-    return compile_cached(mod.streamk_kernel, "sm_90", signature=signature, constexprs=ce,
-                          aligned=("partial_ptr", "flags_ptr"), num_warps=cfg["num_warps"])
-
-
-# The stream-K kernel holds C's tile by TMA twice (a tile had whole; a shared tile's sum), one atomic add and one
-# reset, the release fence.
-STREAMK_OPS = {"ATOMG.E.ADD.STRONG.GPU": 1, "ATOMG.E.EXCH.STRONG.GPU": 1, "MEMBAR.ALL.GPU": 1, "UTMASTG.2D": 2}
-
-
-def streamk_configs(mod):
-    """sm_90: every stream-K configuration of the tuning space (dispatch.streamk_candidates on the model shapes)
-    compiles and fits one SM with no spills; its listing holds the protocol: partials stored, the consumers'
-    barrier, the release and the atomic add in that order, the partials read back from L2 (.cg), the reset."""
-    from gluon_course.measure.gemm import MODEL_SHAPES
-    from gluon_course.nvidia.dispatch import streamk_candidates
-
-    seen = set()
-    for M, N, K in MODEL_SHAPES:
-        for cfg in streamk_candidates(M, N, K):
-            key = tuple(cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SWAP_AB"))
-            if key in seen:
-                continue
-            seen.add(key)
-            k = _streamk_compiled(mod, cfg)
-            problem = fits(k, cfg["num_warps"], {**mod.CONFIG, **cfg})
-            if problem:
-                return f"stream-K at {dict(zip(('BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'STAGES', 'num_warps', 'SWAP_AB'), key))}: {problem}"
-            if len(seen) == 1:
-                problem = mismatch({op: k.count(op) for op in STREAMK_OPS}, STREAMK_OPS, "in the whole kernel", "bf16",
-                                   why=SPLIT_HINTS)
-                if problem:
-                    return problem
-                at = [(i.address, i.opcode, i.text) for i in k.instructions()]
-                atomic = next(a for a, op, _ in at if op == "ATOMG.E.ADD.STRONG.GPU")
-                stores = [a for a, op, _ in at if op.startswith("STG.E") and a < atomic]
-                fence = [a for a, op, _ in at if op == "MEMBAR.ALL.GPU" and (stores or [atomic])[-1] < a < atomic]
-                if not stores or not fence:
-                    return ("stream-K: the partial is not stored, then fenced (release), before the atomic add that "
-                            "announces it")
-                reads = [text for a, op, text in at if op.startswith("LDG") and a > atomic]
-                if not reads or any("STRONG.GPU" not in t for t in reads):
-                    return ("stream-K: the last program reads the partials without cache_modifier='.cg' (LDG without "
-                            "STRONG.GPU): this SM's L1 may serve a stale line instead of another SM's partial in L2")
+    for (units, sms), want in GRID_FACTS.items():
+        got = mod.persistent_grid(units, sms)
+        if tuple(got) != want:
+            why = ("there is one program an SM at most, and never more programs than units (a program with no unit "
+                   "only costs a launch)" if got[0] != want[0] else
+                   "the busiest program runs ⌈units / programs⌉ units: a last round that is only partly full still "
+                   "takes one unit's time, so round up")
+            return f"persistent_grid({units} units, {sms} SMs) gives {tuple(got)}, expected {want} (programs, rounds): {why}"
+    model = cost_model.fitted()
+    if model is None:
+        return NotChecked("no survey of this GPU (results/tuning/<gpu>-survey.json): the dispatcher's picks are not "
+                          "compared")
+    for M, N, K in PICK_SHAPES:
+        space = survey_candidates(M, N, K)
+        theirs = cost_model.pick(model, M, N, K, space, grid=mod.persistent_grid)
+        ours = cost_model.pick(model, M, N, K, space)
+        if theirs != ours:
+            return (f"{M}×{N}×{K}: with your persistent_grid the dispatcher picks {cost_model.tile_of(theirs)} split "
+                    f"{theirs['SPLIT_K']}, where the cost model's own count of rounds picks "
+                    f"{cost_model.tile_of(ours)} split {ours['SPLIT_K']}")
     return None
 
 
@@ -436,7 +344,7 @@ def _kept(mod):
         a, b, c = args
         b_view = b if p.b_kn else b.t()
         ka, kb = (b_view, a) if p.swap_ab else (a, b_view)
-        return (ka, kb, c, kb, c)[:len(p.blocks)]
+        return (ka, kb, c, kb, c)
     return KeptLauncher(operands=gemm_operands, tma={"A": 0, "B": 1, "C": 2}, plan=lambda args: linear.plan(*args),
                         plans=lambda: linear.plans, plans_kept=PLANS_KEPT, descriptors_kept=DESCRIPTORS_KEPT,
                         described=described, other_dtype=torch.float16)
@@ -668,8 +576,8 @@ CHECKS = LessonChecks(
     targets=("sm_90",),
     teaches="the shapes a model runs: split-K (the slices added in a fixed order by the last unit to arrive: "
             "deterministic) and swap-AB (Cᵀ = W·Aᵀ for few rows) beside lesson 19's tiles, a wide tile in two strips, "
-            "W's copies hinted evict_first in L2; a dispatch table tuned on the GPU, with a rule for the shapes it "
-            "lacks",
+            "W's copies hinted evict_first in L2; a dispatch table tuned on the GPU, and a cost model fitted on the "
+            "GPU's timings that ranks the ways for the shapes the table lacks",
     machine_code=[
         Check("host_model", "the host model runs linear_kernel's own code on each path (a tile, K split, swap-AB, "
               "both, a wide tile unsplit and split; B either way): C exact, each element written once, every "
@@ -680,9 +588,8 @@ CHECKS = LessonChecks(
               "Plan.launch hands them over), and the dispatch table's configurations: C exact, each element written "
               "once, a second call through the kept plan and split-K's scratch too", launcher_paths),
         Check("plan_refusals", "on CPU tensors, the launcher refuses each configuration and problem it cannot run "
-              "(a K split into more slices than K steps, a wide tile's width or pairing, stream-K's settings and its "
-              "int32 limit, W_FIRST, unknown keys, a mismatched K, rows TMA cannot read, half a warpgroup), each with "
-              "its sentence", plan_refusals),
+              "(a K split into more slices than K steps, a wide tile's width or pairing, W_FIRST, unknown keys, a "
+              "mismatched K, rows TMA cannot read, half a warpgroup), each with its sentence", plan_refusals),
         Check("split_order", "the host model runs each split path (a tile, swap-AB, a wide tile; K split 3 ways) "
               "with its units arriving in three orders: C's fp32 bits the same whichever unit adds the slices",
               split_order),
@@ -696,13 +603,8 @@ CHECKS = LessonChecks(
               "W_FIRST (M ≤ 512), the activations' and C's none", w_hint, target="sm_90"),
         Check("dispatch", "the table lists the model shapes; any shape (odd M, other N and K) gets a configuration "
               "with no empty slice of K, and its plan builds (CPU tensors)", dispatch),
-        Check("streamk_host_model", "the host model runs streamk_kernel (every tile shared, the last wave shared, "
-              "swap-AB; B either way; odd M from 1 to 513): C exact, each element written once, every partial read "
-              "after the release that follows it, the counters back at 0, the same bits whichever program arrives "
-              "last", streamk_host_model),
-        Check("streamk_sm_90", "sm_90: every stream-K configuration of the tuning space fits one SM with no spills; "
-              "the partial stored, the release fence and the atomic add, the partials read from L2 (.cg), the reset",
-              streamk_configs, target="sm_90"),
+        Check("persistent_grid", "persistent_grid gives each launch's programs and rounds of work units, and with "
+              "it the cost model picks the course's configurations on shapes the table lacks", persistent_grid),
         Check("kept_plans", "Linear keeps its plans as lesson 31 does: a plan per signature, found again at any "
               "address, built afresh for another shape, row stride or dtype and for a view of A, B or C at every "
               "offset TMA refuses (each refused with TMA's rule); descriptors kept by address, not by Python object, "

@@ -90,31 +90,12 @@ PLANTS = [
           "mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > k_first)",
           "mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)",
           rejected_by="host_model"),
-    Plant("stream-K: the partial is announced before it is stored: the last program may add what the slot held "
-          "before",
-          """    gl.store(partial_ptr + slot * (BLOCK_M * BLOCK_N) + tile_offsets(BLOCK_M, BLOCK_N, acc_layout), acc)
-    gl.barrier()
-    return gl.atomic_add(flags_ptr + tile, 1, sem="acq_rel", scope="gpu")""",
-          """    arrived = gl.atomic_add(flags_ptr + tile, 1, sem="acq_rel", scope="gpu")
-    gl.store(partial_ptr + slot * (BLOCK_M * BLOCK_N) + tile_offsets(BLOCK_M, BLOCK_N, acc_layout), acc)
-    gl.barrier()
-    return arrived""",
-          rejected_by="streamk_host_model"),
-    Plant("stream-K: the last program adds the others' partials to its own sum in registers (one read fewer): the "
-          "order of the additions depends on which program arrives last, so the bits change from run to run",
-          """                acc = add_partials(partial_ptr, tile, q0, q1, programs, sk_steps, k_tiles, BLOCK_M, BLOCK_N,
-                                   acc_layout)""",
-          """                for q in range(q0, q1 + 1):
-                    if q != gl.program_id(0):
-                        acc += gl.load(partial_ptr + streamk_slot(q, tile, programs, sk_steps, k_tiles)
-                                       * (BLOCK_M * BLOCK_N) + tile_offsets(BLOCK_M, BLOCK_N, acc_layout),
-                                       cache_modifier=".cg")""",
-          rejected_by="streamk_host_model"),
-    Plant("stream-K: a program's partial of its last tile goes to the slot of its first when its range touches three "
-          "tiles or more: two of its partials share a slot",
-          "return 2 * q + min(tile - (q * sk_steps // programs) // k_tiles, 1)",
-          "return 2 * q + (tile - (q * sk_steps // programs) // k_tiles) % 2",
-          rejected_by="streamk_host_model"),
+    Plant("the rounds of a persistent grid counted as units // programs: a last round that is only partly full is "
+          "left out, and the cost model prices 192 tiles on 132 SMs as one round",
+          "rounds = -(-units // programs)", "rounds = units // programs", rejected_by="persistent_grid"),
+    Plant("one program an SM whatever the units: a launch of 16 tiles gets 132 programs, and the cost model shares L2 "
+          "among 132 programs where 16 run",
+          "programs = min(units, sms)", "programs = sms", rejected_by="persistent_grid"),
     Plant("the evict_first hint on the activations' copies instead of W's: the policies' sides swapped",
           '"A_POLICY": W_STREAMED if config.get("W_FIRST") and swap_ab else None',
           '"A_POLICY": W_STREAMED if config.get("W_FIRST") and not swap_ab else None',

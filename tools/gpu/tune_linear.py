@@ -6,7 +6,7 @@ shapes, on the GPU, and write the dispatch table with its provenance.
     python tools/gpu/tune_linear.py OUT.json --merge results/tuning/nvidia-h200-linear.json \\
             --only 512x6144x4096,128x4096x4096 [--budget 140]
         a re-tune of the named shapes only: each shape's entry in the table is timed again beside the candidates the
-        space gained since the first table (dispatch.new_candidates, stream-K's among them; with --space deep, only
+        space gained since the first table (dispatch.new_candidates; with --space deep, only
         the deep rings of dispatch.deep_candidates; with --space wide, only the wide tiles and narrow swap-AB tiles
         of dispatch.wide_candidates; with --space hint, only the entry's own configuration with W_FIRST 0 and 1,
         W's L2 hint off and on, where the entry left it to the dispatch rule), and the table, with those entries
@@ -38,22 +38,19 @@ from triton.testing import do_bench
 from gluon_course import load_solution
 from gluon_course.measure.gemm import MODEL_SHAPES, compare_gemm, tolerance
 from gluon_course.measure.families import FAMILIES
-from gluon_course.nvidia.dispatch import (BASE, KEYS, SMS, candidates, deep_candidates, new_candidates,
+from gluon_course.nvidia.dispatch import (BASE, KEYS, SMS, candidates, deep_candidates, from_file, new_candidates,
                                           survey_candidates, wide_candidates)
 
 def hint_candidates(entry_config: dict) -> list[dict]:
     """``--space hint``: the entry's own configuration with W's L2 hint off and on (W_FIRST 0 and 1, explicit), so
-    that a shape whose rule-given W_FIRST loses gets the other written into its entry. Stream-K takes no hint."""
-    if entry_config.get("STREAM_K"):
-        return []
+    that a shape whose rule-given W_FIRST loses gets the other written into its entry."""
     return [{**entry_config, "W_FIRST": v} for v in (0, 1)]
 
 
 SPACES = {"new": new_candidates, "deep": deep_candidates, "wide": wide_candidates, "hint": hint_candidates}
 
 # W_FIRST None in a row: the dispatch rule's (1 for M ≤ 512); 0 or 1: set by the entry.
-ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB", "STREAM_K", "BLOCK_N2",
-            "W_FIRST")
+ROW_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES", "num_warps", "SPLIT_K", "SWAP_AB", "BLOCK_N2", "W_FIRST")
 SURVEY_REP = 10                  # do_bench's rep (ms) in a survey: thousands of timings, each of µs to a few ms
 BETTER_BY = 0.98                 # a re-tune's new configuration must be this fraction of the entry's time or less
 HOW = ("tools/gpu/tune_linear.py: candidates checked against an fp32 reference, then do_bench median (warmup 10 ms, "
@@ -145,9 +142,12 @@ def retune(out, table_path, shapes, budget, lesson, sms, started, space="new"):
         entry = by_shape.get((M, N, K))
         if entry is None:
             raise SystemExit(f"{table_path} has no entry for {M}×{N}×{K}: run the full tuning first")
-        old = {key: {**BASE, **entry["config"]}[key] for key in ROW_KEYS}      # an entry from before STREAM_K: 0
-        new = hint_candidates({**entry["config"], **old}) if space == "hint" else SPACES[space](M, N, K, sms)
-        timed, lib = time_candidates(lesson, M, N, K, [{**entry["config"], **old}] + new)
+        # An entry as the file holds it: keys added since it was written take BASE's value, a retired one (STREAM_K:
+        # 0) is dropped (dispatch.from_file).
+        config = from_file(entry["config"], f"{table_path}: entry {M}×{N}×{K}")
+        old = {key: {**BASE, **config}[key] for key in ROW_KEYS}
+        new = hint_candidates({**config, **old}) if space == "hint" else SPACES[space](M, N, K, sms)
+        timed, lib = time_candidates(lesson, M, N, K, [{**config, **old}] + new)
         old_row, rows = timed[0], timed[1:]
         ok = [r for r in rows if "us" in r]
         best = min(ok, key=lambda r: r["us"]) if ok else None

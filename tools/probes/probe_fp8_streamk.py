@@ -4,11 +4,11 @@ tiles (15.5 waves, so the last wave keeps 64 of 132 SMs busy), 8192 × 14336 × 
 1024 (7.76), 8192 × 6144 × 4096 1536 (11.64), 2048 × 4096 × 4096 256 (1.94). Each program runs ceil(waves) tiles
 while the average is the waves themselves: 2–3% of the GPU idles at the end of each of these calls.
 
-Stream-K (lesson 32, ``streamk_kernel``) shares the K steps of the last partial wave (STREAM_K = 1), or of it and one
+Stream-K (``streamk_kernel`` of probe_streamk.py, lesson 32's until it left the lesson) shares the K steps of the last partial wave (STREAM_K = 1), or of it and one
 full wave before (STREAM_K = 2), evenly among the programs; a shared tile is finished by the last program to arrive
 at its counter, which adds the fp32 partials in program order (the same bits on every run). This probe is lesson 34's
-kernel with lesson 32's stream-K units: lesson 32's stream-K producer and K loop as they are, lesson 34's scales and
-epilogue. Not a lesson: if it wins by more than a run's spread, it becomes lesson 34's last section.
+kernel with those stream-K units: probe_streamk.py's producer and lesson 32's K loop as they are, lesson 34's scales
+and epilogue. Not a lesson: if it wins by more than a run's spread, it becomes lesson 34's last section.
 
 Its three runs (H200, 2026-12-03, commits c94c597fdb, 960a498ff1, d82f09d4b7; all in
 results/trials/nvidia-h200-2026-12-03-fp8-streamk.json): correct on the odd shapes, slower than lesson 34's kernel on
@@ -22,9 +22,11 @@ section 4 says so.
     python tools/probes/probe_fp8_streamk.py --fixup OUT.json      GPU: the fixup in parts (timings only)
     python tools/probes/probe_fp8_streamk.py one NAME M N K        GPU: one launch of FIXUPS[NAME] in NVTX range "probe"
 """
+import importlib.util
 import json
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 import triton
@@ -35,7 +37,11 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from gluon_course import load_solution
 
 _FP8 = load_solution("34")
-_SK = load_solution("32")
+# Stream-K's units, partials and producer, from probe_streamk.py beside this file (lesson 32's stream-K, at the
+# commits this probe ran at); the K loop and tile offsets it builds on are lesson 32's.
+_spec = importlib.util.spec_from_file_location("probe_streamk", Path(__file__).with_name("probe_streamk.py"))
+_SK = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_SK)
 apply_scales = _FP8.apply_scales
 streamk_units = _SK.streamk_units
 streamk_unit = _SK.streamk_unit
@@ -187,7 +193,6 @@ class StreamKPlan:
 
     def __init__(self, a, w, a_scale, w_scale, c, stream_k, cfg=None, fixup=1):
         from gluon_course.nvidia import launch as kept
-        from gluon_course.nvidia.dispatch import streamk_grid
         from gluon_course.nvidia.fp8 import require_fp8_linear_args
 
         M, N, K, a_row, w_row = require_fp8_linear_args(a, w, a_scale, w_scale, c)
@@ -200,7 +205,7 @@ class StreamKPlan:
         self.descs = kept.host_descriptors((a, w, c), blocks, layouts)
         tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
         sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        self.programs, self.sk_tiles = (streamk_grid(tiles, triton.cdiv(K, bk), sms, stream_k) if stream_k
+        self.programs, self.sk_tiles = (_SK.streamk_grid(tiles, triton.cdiv(K, bk), sms, stream_k) if stream_k
                                         else (min(sms, tiles), 0))
         self.partial = torch.empty(2 * self.programs * bm * bn, dtype=torch.float32, device=a.device)
         self.flags = torch.zeros(tiles, dtype=torch.int32, device=a.device)

@@ -12,11 +12,16 @@ nvidia-smi --query-gpu=name,clocks.sm,utilization.gpu,memory.used --format=csv,n
 METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,launch__grid_size
 TILE=BLOCK_M=128,BLOCK_N=128,STAGES=4,num_warps=8,W_FIRST=0
 i=0
-for who in "ours@$TILE" "ours@$TILE,STREAM_K=1" "ours@$TILE,STREAM_K=2" ours; do
+# Stream-K's launches go through probe_streamk.py (its kernel left lesson 32 for it), the others through lesson 32's
+# linear (probe_decode.py).
+for who in "ours@$TILE" "streamk@$TILE,STREAM_K=1" "streamk@$TILE,STREAM_K=2" ours; do
   i=$((i + 1))
+  case $who in
+    streamk@*) launch=(tools/probes/probe_streamk.py one "${who#streamk@}" 512 6144 4096) ;;
+    *) launch=(tools/probes/probe_decode.py one "$who" 512 6144 4096) ;;
+  esac
   timeout 90 ncu --clock-control none --cache-control all --nvtx --nvtx-include "probe/" --metrics "$METRICS" \
-      --csv --print-units base python tools/probes/probe_decode.py one "$who" 512 6144 4096 \
-      > "$OUT/ncu-$i.csv" 2> "$OUT/ncu-$i.err"
+      --csv --print-units base python "${launch[@]}" > "$OUT/ncu-$i.csv" 2> "$OUT/ncu-$i.err"
   echo "ncu $i ($who) rc=$?" | tee -a "$OUT/steps.txt"
 done
 python -m gluon_course.measure.ncu --table "$OUT"     # a column per launch, a row per metric
