@@ -106,6 +106,13 @@ def _lesson_cell(row: Support) -> str:
     return f"[{name}](../{row.page}.ipynb)" if row.page else name
 
 
+def _lesson_number_cell(row: Support) -> str:
+    """The matrix's lesson column: the number alone, linked, the title shown on hover (nine columns of classes leave
+    no room for titles at the site's width), and † where the machine-code checks include the host model."""
+    mark = "†" if row.host_model else ""
+    return (f'[{row.number}](../{row.page}.ipynb "{row.title}"){mark}' if row.page else f"{row.number}{mark}")
+
+
 def _cpu_cell(row: Support) -> str:
     return "machine code" + (", host model" if row.host_model else "")
 
@@ -114,7 +121,7 @@ def _gpu_cell(row: Support, cls: str) -> str:
     if cls not in row.gpu_classes:
         return "—"
     if cls in row.recorded:
-        return "✓ " + row.recorded[cls].removeprefix("NVIDIA ").removeprefix("AMD ")
+        return "✓"                     # the GPU it was recorded on: "In short", below the tables
     return "yes"
 
 
@@ -133,18 +140,17 @@ def matrix_markdown(root: Path | None = None) -> str:
              "*CPU only*: the lesson's machine-code checks, which compile its kernels for each target it declares and "
              "read the result, so they run on any machine"
              + (f"; in lessons {_spans(modelled)} one of them is the host model" if modelled else "") + ". A class "
-             "column says whether a GPU of that class also runs the lesson's GPU checks and figures: **✓** and a "
-             "GPU's name, they are written for that class and the course recorded them on that GPU (`results/`); "
+             "column says whether a GPU of that class also runs the lesson's GPU checks and figures: **✓**, they are "
+             "written for that class and the course recorded them on a GPU of it (`results/`; which GPU, the list "
+             "below the tables says); "
              "**yes**, its GPU checks are written for that class and the course has not run them on one; **—**, they "
              "are not written for it: a GPU of that class runs the machine-code checks as any machine does, and the "
-             "course claims nothing more there. How many checks of each kind a lesson has, and which targets' machine "
-             "code they read: the last table.", ""]
+             "course claims nothing more there. A lesson marked † has the host model among its machine-code checks. How "
+             "many checks of each kind a lesson has, and which targets' machine code they read: the last tables.", ""]
     for caption in dict.fromkeys(r.part for r in rows):
-        lines += [f"### {caption}", "", "| lesson | CPU only | " + " | ".join(classes) + " |",
-                  "|---" * (2 + len(classes)) + "|"]
+        lines += [f"### {caption}", "", "| # | " + " | ".join(classes) + " |", "|---" * (1 + len(classes)) + "|"]
         for row in (r for r in rows if r.part == caption):
-            lines.append(f"| {_lesson_cell(row)} | {_cpu_cell(row)} | "
-                         + " | ".join(_gpu_cell(row, c) for c in classes) + " |")
+            lines.append(f"| {_lesson_number_cell(row)} | " + " | ".join(_gpu_cell(row, c) for c in classes) + " |")
         lines.append("")
 
     lines += ["## In short", ""]
@@ -158,23 +164,30 @@ def matrix_markdown(root: Path | None = None) -> str:
                          "checks run there as on any machine, and the course claims nothing more.")
             continue
         recorded = [r.number for r in rows if cls in r.recorded]
+        gpus = sorted({r.recorded[cls] for r in rows if cls in r.recorded})
         lines.append(f"* **{cls}** ({GPU_CLASSES[cls]}): GPU checks and figures in lessons {_spans(declared)}"
-                     + (f"; recorded for lessons {_spans(recorded)}" if recorded else "; none run by the course yet")
-                     + ".")
+                     + (f"; recorded on the {' and the '.join(gpus)} for lessons {_spans(recorded)}" if recorded
+                        else "; none run by the course yet") + ".")
     lines.append("")
 
     lines += turing_markdown(rows)
     lines += mi300x_markdown(rows)
 
     code_targets = tuple(GPU_CLASSES)
+    nvidia = tuple(t for t in code_targets if t.startswith("sm_"))
+    others = tuple(t for t in code_targets if t not in nvidia)
     lines += ["## How many checks, of which kind", "",
               "A lesson's machine-code checks by the code they read (*host*: no compiled code, but the launcher, a "
               "layout or a function of the kernel run on the CPU, the host model among them where the first table "
-              "names it), then the checks and figures that need a GPU. The machine-code checks run on any machine.", "",
-              "| lesson | " + " | ".join(code_targets) + " | host | GPU checks | figures |",
-              "|---" * (len(code_targets) + 4) + "|"]
+              "marks it), then the checks and figures that need a GPU. The machine-code checks run on any machine. "
+              "Two tables, NVIDIA's targets and then the rest, so that each fits the page.", "",
+              "| lesson | " + " | ".join(nvidia) + " |", "|---" * (len(nvidia) + 1) + "|"]
     for row in rows:
-        lines.append(f"| {row.number} | " + " | ".join(_code_cell(row, t) for t in code_targets)
+        lines.append(f"| {row.number} | " + " | ".join(_code_cell(row, t) for t in nvidia) + " |")
+    lines += ["", "| lesson | " + " | ".join(others) + " | host | GPU checks | figures |",
+              "|---" * (len(others) + 4) + "|"]
+    for row in rows:
+        lines.append(f"| {row.number} | " + " | ".join(_code_cell(row, t) for t in others)
                      + f" | {_code_cell(row, None)} | {row.gpu_checks} | {row.figures} |")
     lines.append("")
     return "\n".join(lines)
