@@ -326,3 +326,27 @@ def test_masks_are_read_per_access_with_their_offset():
                          {"op": "store", "masked": False, "bounds": {}}]
     assert "has no mask" in access_masks_problem(k, "store", ("numel",), "the store")
     assert "< numel + 1 (or <= numel)" in access_masks_problem(k, "load", ("numel",), "the load")
+
+
+def test_the_ptxas_log_is_read_when_the_cached_ptx_names_another_copy_of_the_file():
+    """Triton's cache key is the kernel's source, not its file: two processes that compile one kernel from two copies
+    of a lesson's file (parallel tests do, in their own folders) may leave one's PTX beside the other's cubin. The
+    cubins then differ in their line info only; the log still describes the same machine code and must be read (CI
+    once failed a plant here). A PTX whose code differs is still refused."""
+    import re as _re
+
+    from gluon_course import load_checks, load_solution
+
+    checks, mod = load_checks("18"), load_solution("18")
+    k = checks.KERNEL.compile(mod, "sm_90", "bf16", {**checks.TILE, "num_warps": 4})
+    files = _re.findall(r'\.file\s+\d+\s+"([^"]+)"', k.ptx)
+    assert files, "the PTX carries no .file line: this test needs the compile's line info"
+    moved = gc.Compiled(**{**vars(k), "asm": {**k.asm, "ptx": k.ptx.replace(files[0], "/elsewhere/a_copy/" +
+                                                                                 files[0].rsplit("/", 1)[-1])}})
+    moved._cache = {}
+    assert "bytes spill stores" in gc._ptxas_log(moved)
+    other = gc.Compiled(**{**vars(k), "asm": {**k.asm, "ptx": k.ptx.replace("mma.sync", "mma.sync", 1)
+                                                 .replace("add.s32", "sub.s32", 1)}})
+    other._cache = {}
+    with pytest.raises(gc.CourseToolError, match="another cubin"):
+        gc._ptxas_log(other)
