@@ -159,3 +159,38 @@ def test_what_the_rule_set_aside_is_counted_for_the_record(monkeypatch):
     assert "race" in isolated.sanitizer_check("x.py:f", tools=("memcheck", "racecheck"), ignore_race_pcs=dispatch,
                                               set_aside=facts).lower()
     assert facts == {"races_set_aside": 0, "hazards_set_aside": 0}
+
+
+def test_what_the_learners_module_raises_in_a_child_reads_as_the_courses_sentence(tmp_path):
+    """A check run in a child process (a kernel that may hang) used to pass the child's last traceback line to the
+    learner; grading.runner.sentence_in_child makes it the sentence run_check gives in-process."""
+    learner = tmp_path / "starter.py"
+    learner.write_text("def matmul(a, b, c):\n    plans = {}\n    plans[[a, b]] = c    # a list as a key\n")
+    child = tmp_path / "child.py"
+    child.write_text("from gluon_course.course import load_module_file\n"
+                     "from gluon_course.grading.runner import sentence_in_child\n"
+                     "def correct_here(module_file):\n"
+                     "    mod = load_module_file(module_file)\n"
+                     "    return sentence_in_child(module_file, lambda: mod.matmul(1, 2, 3))\n")
+    said = isolated.check_in_child(f"{child}:correct_here", [str(learner)], timeout=120)
+    assert said and "hashable" in said and "starter.py:3" in said, said
+    assert "TypeError" not in said and "unhashable type" not in said and "Traceback" not in said, said
+
+
+def test_every_check_run_in_a_child_says_its_failures_in_sentences():
+    """Each function of the toolkit that check_in_child runs (``file.py:function``) wraps the learner's code in
+    sentence_in_child."""
+    import ast
+    import re
+    from pathlib import Path
+
+    package = Path(isolated.__file__).resolve().parent.parent
+    targets = []
+    for path in package.rglob("*.py"):
+        text = path.read_text()
+        for name in re.findall(r'check_in_child\(f"\{__file__\}:(\w+)"', text):
+            function = next(node for node in ast.walk(ast.parse(text))
+                            if isinstance(node, ast.FunctionDef) and node.name == name)
+            targets.append((path.name, name))
+            assert "sentence_in_child" in ast.get_source_segment(text, function), f"{path.name}:{name}"
+    assert len(targets) >= 2, targets

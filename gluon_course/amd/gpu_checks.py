@@ -25,10 +25,13 @@ def correct_here(module_file: str, shapes: str = "any") -> str | None:
     from ..course import load_module_file
     from ..measure.gemm import check_gemm
 
+    from ..grading.runner import sentence_in_child
+
     mod = load_module_file(module_file)
     require_amd_gpu(mod.TARGETS)
     chosen = ANY_K_SHAPES if shapes == "any" else ALIGNED_K_SHAPES
-    return check_gemm(lambda a, b, c: mod.matmul(a, b, c), shapes=chosen, b_layout="col")
+    return sentence_in_child(module_file,
+                             lambda: check_gemm(lambda a, b, c: mod.matmul(a, b, c), shapes=chosen, b_layout="col"))
 
 
 def correctness_check(key: str = "exact_odd_shapes", shapes: str = "any") -> Check:

@@ -85,6 +85,16 @@ def run_check(check: Check, module, number: str | None = None) -> Outcome:
     return Outcome(check.key, check.title, problem is None, problem or "")
 
 
+def sentence_in_child(module_file: str, check, number: str | None = None) -> str | None:
+    """``check()`` (None or a sentence) for a check that runs in a child process (``measure.isolated``): what the
+    learner's module raises there becomes the course's sentence, as ``run_check`` makes it in-process, instead of the
+    child's last traceback line reaching the learner as the check's verdict."""
+    try:
+        return check()
+    except LEARNER_ERRORS as e:
+        return explain(e, number, module_file)
+
+
 def _file_of(module):
     """The file of a lesson module (a learner's starter, a planted mistake, the solution): where ``explain`` looks for
     the learner's line in a traceback."""

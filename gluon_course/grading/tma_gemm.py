@@ -43,8 +43,11 @@ def correct_here(module_file: str, shapes: str) -> str | None:
     """The correctness check itself (for a child process: a barrier that never completes hangs there)."""
     from ..measure.gemm import check_gemm
 
+    from .runner import sentence_in_child
+
     mod = load_module_file(module_file)
-    return check_gemm(lambda a, b, c: mod.matmul(a, b, c), shapes=[tuple(s) for s in json.loads(shapes)])
+    return sentence_in_child(module_file, lambda: check_gemm(lambda a, b, c: mod.matmul(a, b, c),
+                                                             shapes=[tuple(s) for s in json.loads(shapes)]))
 
 
 def correct(mod, shapes=TMA_SHAPES) -> str | None:
