@@ -67,8 +67,8 @@ def test_every_trial_is_in_the_probes_readme():
 
 
 # Where the course names a tool by its path: its code, tests, pages, the tools themselves, the tuning table's
-# provenance. Not the trials' own text (it names the paths as they were when the trial ran; produced_by names today's)
-# and not the lesson notebooks (their text is checked where they are rewritten).
+# provenance, the lesson notebooks' cells. Not the trials' own text (it names the paths as they were when the trial
+# ran; produced_by names today's).
 SCANNED = ("gluon_course", "tests", "solutions", "book", "tools", "results/tuning", ".ci")
 SUFFIXES = {".py", ".md", ".sh", ".json", ".cfg", ".yml", ".toml"}
 TOOL_PATH = re.compile(r"tools/(?:gpu|probes)/[\w/.-]*\w\.(?:py|sh|json|md)\b")
@@ -81,6 +81,7 @@ def _scanned_files():
                 yield p
     yield from (ROOT / "README.md", ROOT / "Makefile")
     yield from ROOT.glob("lessons/*/starter.py")
+    yield from ROOT.glob("lessons/*/lesson.ipynb")
 
 
 def test_every_tools_path_the_course_names_exists():
