@@ -44,16 +44,11 @@ class Held:
 # today; the rewrite takes it out of this table. Lessons 31 to 34 have been rewritten and hold nothing.
 BEING_REWRITTEN = {
 }
-# Lessons written before these limits that are over them today, and that no work has taken up yet: the limits hold
-# them at what they have. Lessons 02-18 and 30: one long cell each (lesson 30's is lab history, the decision rule's
-# recordings). Lesson 19: two long cells and the commits of its recordings. Lessons 20-29 cite AMD's tutorial
-# repository at a commit (the charts and figures they compare with): a citation, not history, that could go to
-# book/references.md and be linked from there.
+# Lessons written before these limits that are over them today: the limits hold them at what they have. Lesson 30:
+# one long cell (lab history, the decision rule's recordings). Lesson 19: two long cells and the commits of its
+# recordings.
 NOT_YET_WITHIN_THE_LIMITS = {
-    "02": Held(1, 405, 0), "05": Held(1, 516, 0), "10": Held(1, 422, 0), "12": Held(1, 420, 0),
-    "14": Held(1, 456, 0), "18": Held(1, 452, 0), "19": Held(2, 872, 4), "20": Held(0, 0, 5), "21": Held(0, 0, 2),
-    "22": Held(0, 0, 1), "23": Held(0, 0, 2), "24": Held(0, 0, 2), "25": Held(0, 0, 2), "26": Held(0, 0, 3),
-    "27": Held(0, 0, 1), "28": Held(0, 0, 2), "29": Held(0, 0, 4), "30": Held(1, 687, 0),
+    "19": Held(2, 872, 4), "30": Held(1, 687, 0),
 }
 HELD = {**BEING_REWRITTEN, **NOT_YET_WITHIN_THE_LIMITS}
 
