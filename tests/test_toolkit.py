@@ -350,3 +350,29 @@ def test_the_ptxas_log_is_read_when_the_cached_ptx_names_another_copy_of_the_fil
     other._cache = {}
     with pytest.raises(gc.CourseToolError, match="another cubin"):
         gc._ptxas_log(other)
+
+
+def test_a_compile_waits_for_the_same_compile_in_another_process(tmp_path, monkeypatch):
+    """Two processes that would compile one kernel at once: the second waits for the first (then finds Triton's
+    cache filled), so that parallel test workers and notebooks do not compile the same kernel twice."""
+    import subprocess
+    import sys
+    import time
+
+    import triton
+
+    monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time, triton\n"
+        f"triton.knobs.cache.dir = {str(tmp_path)!r}\n"
+        "from gluon_course.machine.compile import _one_compile_at_a_time\n"
+        "with _one_compile_at_a_time('k' * 32):\n"
+        "    print('held', flush=True); time.sleep(2)\n")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    with gc._one_compile_at_a_time("k" * 32):
+        waited = time.monotonic() - started
+    with gc._one_compile_at_a_time("j" * 32):        # another compile does not wait
+        assert time.monotonic() - started - waited < 0.5
+    holder.wait(timeout=30)
+    assert waited > 1.0, f"the second compile did not wait for the first ({waited:.2f} s)"

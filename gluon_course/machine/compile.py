@@ -800,6 +800,31 @@ def _load(directory: str | None, key: str):
     return asm, types.SimpleNamespace(shared=entry["shared"])
 
 
+@contextlib.contextmanager
+def _one_compile_at_a_time(key: str):
+    """Processes that share Triton's cache (the test workers, the notebooks' kernels) often compile the same kernel
+    at the same moment: the second waits here for the first and then finds the compile in the cache, instead of
+    compiling it again. A lock file per compile in the cache's folder; the system releases it if its holder dies."""
+    try:
+        import fcntl
+    except ImportError:                 # not on a POSIX system: compile side by side
+        yield
+        return
+    folder = os.path.join(triton.knobs.cache.dir, "gluon_course_locks")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        lock = open(os.path.join(folder, f"{key}.lock"), "a")
+    except OSError:                     # a read-only cache: nothing to share
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _compile(source, target, num_warps, options, name) -> Compiled:
     """Compile, or, where this Triton lacks the target's backend, read the same compile stored earlier.
 
@@ -825,7 +850,7 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
     printed = io.StringIO()
     try:
         # Triton's make_cubin prints the whole PTX to stdout when ptxas fails: kept here, for PTXASError below.
-        with _captured_stderr() as diagnostics, contextlib.redirect_stdout(printed):
+        with _one_compile_at_a_time(key), _captured_stderr() as diagnostics, contextlib.redirect_stdout(printed):
             compiled = triton.compile(source, target=target_named(target), options=opts)
     except PTXASError as e:
         raise _ptxas_failed(e, printed.getvalue(), source, name, target) from None
