@@ -613,6 +613,25 @@ for (const box of main.querySelectorAll(BOXES)) {
   }
   problems.push(`${box.scrollWidth} px of content in a ${box.clientWidth} px ${name(box)}, ${what}: "${text(box)}"`);
 }
+// The page itself must not scroll sideways (a long path in inline code, a wide picture): name what widens it, the
+// innermost element past the window's edge that no box scrolling or clipping sideways holds.
+const page = document.documentElement;
+if (page.scrollWidth > page.clientWidth + 1) {
+  // (the text's column only: the sidebars are drawers on a phone, parked past the edge where they widen nothing)
+  const article = document.querySelector("article.bd-article") || main;
+  const held = (el) => { for (let a = el.parentElement; a && a !== article; a = a.parentElement)
+                           if (getComputedStyle(a).overflowX !== "visible") return true;
+                         return false; };
+  const past = Array.from(article.querySelectorAll("*")).filter((el) => shown(el) && !held(el) &&
+                 el.getBoundingClientRect().right > page.clientWidth + 1);
+  // or, where no element runs past the edge, the innermost one whose own text does (a word too long for its line)
+  const spilling = Array.from(article.querySelectorAll("*")).filter((el) => shown(el) && !held(el) &&
+                     el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1 &&
+                     getComputedStyle(el).overflowX === "visible" && !el.querySelector(BOXES));
+  const culprit = past.length ? past[past.length - 1] : spilling.length ? spilling[spilling.length - 1] : null;
+  problems.push(`the page scrolls sideways: ${page.scrollWidth} px of page in a ${page.clientWidth} px window` +
+                (culprit ? `, widened by ${name(culprit)}: "${text(culprit)}"` : ""));
+}
 return problems;"""
 
 # Every picture in the page's text: its file, its drawn and shown widths, and the link around it.
