@@ -76,3 +76,23 @@ def test_the_host_model_rejects_each_planted_mistake(tmp_path, what, old, new, e
     module = _load(planted, "probe_fused_planted")
     said = next(filter(None, (module.model_problem(epilogue, *shape, pdl) for shape in module.MODEL_SHAPES)), None)
     assert said, what
+
+
+def test_the_launcher_path_rejects_a_wrong_row_stride_of_r(tmp_path):
+    """The GPU step's launcher in the host model (ModelGPU): R's row stride given as K instead of R's own."""
+    old = "(rr, M, N, K, c.shape[1], rr.stride(0), *self.ce.values())"
+    source = PROBE.read_text(encoding="utf-8")
+    assert source.count(old) == 1
+    planted = tmp_path / "probe_fused_launcher_planted.py"
+    planted.write_text(source.replace(old, "(rr, M, N, K, c.shape[1], K, *self.ce.values())"), encoding="utf-8")
+    assert _load(planted, "probe_fused_launcher_planted").launcher_problem("residual", 17, 40, 104, pdl=True)
+
+
+def test_the_compile_check_rejects_a_before_the_wait(tmp_path):
+    """The TTGIR order check (wait_order) on the PDL plant that loads A's first tiles before griddepcontrol.wait."""
+    what, old, new, _, _ = PLANTS[-1]
+    planted = tmp_path / "probe_fused_order_planted.py"
+    planted.write_text(PROBE.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    module = _load(planted, "probe_fused_order_planted")
+    said = module.compile_check(cases=(("plain", module.config_for(1, "plain"), True),))
+    assert said and "before griddepcontrol.wait" in said, what
