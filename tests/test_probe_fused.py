@@ -96,3 +96,24 @@ def test_the_compile_check_rejects_a_before_the_wait(tmp_path):
     module = _load(planted, "probe_fused_order_planted")
     said = module.compile_check(cases=(("plain", module.config_for(1, "plain"), True),))
     assert said and "before griddepcontrol.wait" in said, what
+
+
+def test_pdl_reaches_the_launch(probe):
+    """The launch side of PDL: the GPU step's launcher asks the JIT for ``launch_pdl`` (a CUDAOptions field, carried
+    in the compiled kernel's metadata, which Triton's CudaLauncher copies into its ``launch_pdl``), and the kept
+    launch's raw path hands that flag to driver.c's launch (stood in for by StubDriver) in its place after the
+    cooperative flag."""
+    from gluon_course.nvidia.launch import RawLaunch, StubDriver, stub_compiled
+
+    assert probe.FusedLinear("plain", 1, pdl=True).launcher.options == {"launch_pdl": True}
+    assert probe.FusedLinear("plain", 1).launcher.options == {}
+    cfg = probe.config_for(1, "plain")
+    compiled = probe.compiled("plain", cfg, True)
+    assert compiled.metadata.launch_pdl is True
+    with StubDriver() as driver:
+        k = stub_compiled(probe.fused_kernel, compiled, num_warps=cfg["num_warps"])
+        k.run.launch_pdl = compiled.metadata.launch_pdl          # what CudaLauncher.__init__ does with the metadata
+        raw = RawLaunch.of(k)
+        raw(3, 0, tuple(range(3 * 3)) + (0,) * 5)
+    grid_x, _, _, stream, function, cooperative, pdl = driver.launches[-1][:7]
+    assert (grid_x, cooperative, pdl) == (3, False, True)

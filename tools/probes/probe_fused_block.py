@@ -746,9 +746,14 @@ def gpu_main(path: str) -> None:
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     t0 = time.time()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    found = {"gpu": torch.cuda.get_device_name(), "triton": triton.__version__, "torch": torch.__version__,
+    found = {"what": "issue 41: lesson 32's GEMM with SwiGLU and residual epilogues, fused vs unfused vs torch on an "
+                     "8B-class block's GEMMs, and its decode chain in a CUDA graph with and without PDL",
+             "produced_by": {"probe": "tools/probes/probe_fused_block.py",
+                             "command": "python tools/probes/probe_fused_block.py OUT.json",
+                             "established_from": "the run's own output (the probe writes this field)"},
+             "gpu": torch.cuda.get_device_name(), "triton": triton.__version__, "torch": torch.__version__,
              "cuda": torch.version.cuda, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-             "commit": commit, "produced_by": "probe", "command": f"python tools/probes/probe_fused_block.py {path}"}
+             "commit": commit}
 
     def save():
         with open(path, "w") as fh:
