@@ -64,6 +64,13 @@ PLANTS = [
      "        for k in range(early):\n"
      "            tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(k), a_ring.index(k))\n"
      "        grid_dependency_wait()\n", "plain", True),
+    ("under PDL, the consumers read R before the producer's wait",
+     "    step = 0\n    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):\n"
+     "        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)\n        acc, acc2, step",
+     "    step = 0\n    r_early = gl.load(r_ptr)\n"
+     "    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):\n"
+     "        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)\n        acc, acc2, step",
+     "residual", True),
 ]
 
 
@@ -90,7 +97,7 @@ def test_the_launcher_path_rejects_a_wrong_row_stride_of_r(tmp_path):
 
 def test_the_compile_check_rejects_a_before_the_wait(tmp_path):
     """The TTGIR order check (wait_order) on the PDL plant that loads A's first tiles before griddepcontrol.wait."""
-    what, old, new, _, _ = PLANTS[-1]
+    what, old, new, _, _ = next(p for p in PLANTS if "A's first tiles loaded before" in p[0])
     planted = tmp_path / "probe_fused_order_planted.py"
     planted.write_text(PROBE.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
     module = _load(planted, "probe_fused_order_planted")

@@ -311,8 +311,9 @@ class FusedLinear:
 def model_with_exp_and_asm():
     """The host model, while inside, knowing the two operations this probe's kernel uses that the toolkit's model does
     not know yet: gl.exp (numpy's, in fp32) and gl.inline_asm (only the two griddepcontrol lines, logged in the
-    program's trace; any other assembly stays unsupported). Taken out again on leaving, so that nothing else run in
-    the same process sees them. A probe's extension: a lesson would add them to gluon_course/model."""
+    program's trace; any other assembly stays unsupported); and gl.load logged with its buffer. Taken out again on
+    leaving, so that nothing else run in the same process sees them. A probe's extension: a lesson would add them to
+    gluon_course/model."""
     import importlib
 
     from gluon_course.model import shims
@@ -327,16 +328,26 @@ def model_with_exp_and_asm():
             raise ModelUnsupported(f"gl.inline_asm({text!r})")
         program().log(current(), text.rstrip(";"))
 
+    model_load = shims.load
+
+    def load(pointer, *args, **kwargs):
+        # gl.load as the model's, logged with its buffer: pdl_order reads when R was first read
+        values = model_load(pointer, *args, **kwargs)
+        program().log(current(), "global load", buffer=pointer.buffer.name)
+        return values
+
     model_run = importlib.import_module("gluon_course.model.run")
     model_run._replacement(gl)                 # builds the model's table of stand-ins
     ops = model_run._TABLE[id(gl)]._ops
-    added = [name for name in ("exp", "inline_asm") if name not in ops]
-    ops.update({name: {"exp": exp, "inline_asm": inline_asm}[name] for name in added})
+    mine = {"exp": exp, "inline_asm": inline_asm, "load": load}
+    saved = {name: ops[name] for name in mine if name in ops}
+    ops.update({name: fn for name, fn in mine.items() if name == "load" or name not in ops})
     try:
         yield
     finally:
-        for name in added:
+        for name in mine:
             ops.pop(name, None)
+        ops.update(saved)
 
 
 def model_launch(epilogue: str, cfg: dict, pdl: bool, programs: int, a, w, c_shape, r=None, order=None):
@@ -395,8 +406,9 @@ def _compare(got, want, writes, atol, rtol) -> str | None:
 
 
 def pdl_order(runs) -> str | None:
-    """Each program's producer under PDL: W's first tiles before griddepcontrol.wait, no A tile before it, one wait and
-    one launch_dependents after the last load. Reads the host model's traces, which name each slot by the kernel's
+    """Each program under PDL: in its producer, W's first tiles before griddepcontrol.wait, no A tile before it, one
+    wait and one launch_dependents after the last load; in any partition, no read of A or R and no store of C before
+    the wait. Reads the host model's traces, which name each slot by the kernel's
     own variable (A's ring is ``a_ring``)."""
     for prog in runs:
         events = [e for e in prog.trace if e["partition"] == "worker partition 0"]
@@ -414,6 +426,15 @@ def pdl_order(runs) -> str | None:
             return f"program {prog.pid} loads no tile of W before griddepcontrol.wait: nothing overlaps the last kernel"
         if launches[0] < loads[-1][0]:
             return f"program {prog.pid} calls launch_dependents before its last load"
+        # Every partition: nothing the previous kernel may write (A, R) read, and nothing of C written, before the wait.
+        wait_t = events[waits[0]]["t"]
+        early = [e for e in prog.trace if e["t"] < wait_t and (e["what"] == "tma store" or (
+            e["what"] == "global load" and e.get("buffer") in ("A", "R")))]
+        if early:
+            e = early[0]
+            what = f"reads {e['buffer']}" if e["what"] == "global load" else "stores a tile of C"
+            return (f"program {prog.pid}'s {e['partition']} {what} before griddepcontrol.wait: under PDL the previous "
+                    "kernel may still be writing it (or reading C's memory)")
     return None
 
 
