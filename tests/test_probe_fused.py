@@ -42,8 +42,15 @@ def test_host_model_each_epilogue_with_and_without_pdl(probe):
 def test_sm90_compile_fits_and_carries_pdl(probe):
     """The decode configuration of two epilogues, one with PDL and one without: no spills, and the SASS holds the
     wait (ACQBULK) after W's first TMA loads and one launch_dependents (PREEXIT) only where PDL is on."""
-    assert probe.compile_check(cases=(("swiglu", probe.config_for(1, "swiglu"), True),
-                                      ("residual", probe.config_for(1, "residual"), False))) is None
+    assert probe.compile_check(cases=(("swiglu", probe.config_for(1, "swiglu", 14336), True),
+                                      ("residual", probe.config_for(1, "residual", 4096), False))) is None
+
+
+def test_decode_width_keeps_the_sms_busy(probe):
+    """4096 columns: 128 tiles of 32 rather than 64 of 64 on 132 SMs; 6144 and 14336 keep 64 (a tie goes wide)."""
+    assert [probe.decode_width(n) for n in (4096, 6144, 14336)] == [32, 64, 64]
+    assert probe.config_for(16, "residual", 4096)["BLOCK_N"] == 32
+    assert probe.config_for(2048, "residual")["BLOCK_N"] == 128
 
 
 # Mistakes the host model must reject: (what, old, new, epilogue, pdl). ``old`` occurs once in the probe.

@@ -240,13 +240,34 @@ def interleave_gate_up(w_gate, w_up, block_n: int):
     return torch.cat([g, u], dim=1).reshape(2 * blocks * block_n, K).contiguous()
 
 
-# The configurations: (BLOCK_M, BLOCK_N, BLOCK_K, STAGES, num_warps). Decode (M ≤ 64): 64-row tiles, narrow so that
-# the N side makes enough tiles for the SMs (6144 / 64 = 96, 14336 / 64 = 224, 4096 / 64 = 64); a SwiGLU tile holds
-# two strips, so its ring is twice as wide a stage. Prefill: lesson 19's 128 × 256 (128 × (128 + 128) for SwiGLU,
-# 128 × 128 for the residual).
-def config_for(M: int, epilogue: str) -> dict:
+# The configurations: (BLOCK_M, BLOCK_N, BLOCK_K, STAGES, num_warps). Decode (M ≤ 64): 64-row tiles (wgmma's least),
+# BLOCK_N 64 or 32 (decode_width), the ring as deep as shared memory allows (a SwiGLU tile holds two strips of W, so
+# its stages are wider). Prefill: lesson 19's 128 × 256 (128 × (128 + 128) for SwiGLU, 128 × 128 for the residual).
+DECODE_WIDTHS = (64, 32)
+SMS = 132                       # the H100's and H200's SMs, where the launcher cannot ask the GPU
+
+
+def busy_fraction(tiles: int, sms: int) -> float:
+    """The fraction of the SMs' rounds that hold a tile: tiles / (rounds · sms), rounds = ⌈tiles / sms⌉."""
+    return tiles / (-(-tiles // sms) * sms)
+
+
+def decode_width(N: int, sms: int = SMS) -> int:
+    """BLOCK_N at decode for C's N columns: of DECODE_WIDTHS, the one whose tiles keep the most SMs busy over the
+    rounds, the wider on a tie. Each tile streams its own rows of W, so an idle SM is W's bandwidth lost: 4096 columns
+    make 64 tiles of 64 (64 of 132 SMs) but 128 of 32; 6144 make 96 of 64 or 192 of 32 (the same fraction: 64);
+    14336 (SwiGLU's output) 224 or 448 (64)."""
+    return max(DECODE_WIDTHS, key=lambda w: (round(busy_fraction(-(-N // w), sms), 6), w))
+
+
+def config_for(M: int, epilogue: str, N: int | None = None, sms: int = SMS) -> dict:
+    """The configuration of one GEMM of the block at M rows; ``N``: C's columns (decode_width's choice; 64 without
+    it)."""
     if M <= 64:
-        bm, bn, bk, stages, warps = 64, 64, 128, (4 if epilogue == "swiglu" else 6), 4
+        bn = decode_width(N, sms) if N else 64
+        # Shared memory: a stage is A's 64 × 128 and W's BLOCK_N × 128 (twice for SwiGLU) in bf16, about 200 KiB in all
+        stages = 4 if epilogue == "swiglu" else (6 if bn == 64 else 8)
+        bm, bk, warps = 64, 128, 4
     elif epilogue == "swiglu":
         bm, bn, bk, stages, warps = 128, 128, 64, 3, 8
     elif epilogue == "residual":
@@ -268,15 +289,17 @@ def constexprs(cfg: dict, epilogue: str, pdl: bool) -> dict:
 # -- The launcher (GPU) ------------------------------------------------------------------------------------------------
 
 class FusedLinear:
-    """One fused GEMM at one configuration: descriptors kept by address, the persistent grid, lesson 31's kept launch
-    (gluon_course.nvidia.launch) with ``launch_pdl`` passed to the JIT when ``pdl``. ``w``: W (N × K), W_cat for
-    SwiGLU (interleave_gate_up at the configuration's BLOCK_N)."""
+    """One fused GEMM at one configuration (``config``, or config_for's for M rows and C's N columns): descriptors
+    kept by address, the persistent grid, lesson 31's kept launch (gluon_course.nvidia.launch) with ``launch_pdl``
+    passed to the JIT when ``pdl``. ``w``: W (N × K), W_cat for SwiGLU (interleave_gate_up at the configuration's
+    BLOCK_N)."""
 
-    def __init__(self, epilogue: str, M: int, pdl: bool = False, config: dict | None = None):
+    def __init__(self, epilogue: str, M: int, pdl: bool = False, config: dict | None = None, N: int | None = None):
         from gluon_course.nvidia import launch as kept
 
         self.epilogue, self.pdl = epilogue, pdl
-        self.cfg = config or config_for(M, epilogue)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else SMS
+        self.cfg = config or config_for(M, epilogue, N, sms)
         self.ce = constexprs(self.cfg, epilogue, pdl)
         options = {"launch_pdl": True} if pdl else {}
         self.launcher = kept.KeptLaunch(fused_kernel, self.cfg["num_warps"], **options)
@@ -554,9 +577,11 @@ PDL_WAIT, PDL_LAUNCH = "ACQBULK", "PREEXIT"
 
 
 def all_compile_cases():
-    """Each epilogue at its decode (M = 1) and prefill (M = 2048) configuration, with and without PDL."""
-    return [(epilogue, cfg, pdl) for epilogue in EPILOGUES
-            for cfg in (config_for(1, epilogue), config_for(2048, epilogue)) for pdl in (False, True)]
+    """Each GEMM of the block at its decode (M = 1) configuration, each epilogue at its prefill (M = 2048) one, with
+    and without PDL (the decode configurations: plain and SwiGLU at BLOCK_N 64, the residual's at 32)."""
+    decode = {(ep, tuple(sorted(config_for(1, ep, N).items()))) for _, N, _, ep in BLOCK_GEMMS}
+    configs = [(ep, dict(cfg)) for ep, cfg in sorted(decode)] + [(ep, config_for(2048, ep)) for ep in EPILOGUES]
+    return [(epilogue, cfg, pdl) for epilogue, cfg in configs for pdl in (False, True)]
 
 
 def compile_check(cases=None) -> str | None:
@@ -654,7 +679,7 @@ def _check_one(epilogue: str, M: int, N: int, K: int, pdl: bool, seed: int = 0) 
     from gluon_course.measure.tensors import guarded_empty, is_poison
 
     a, w, w_up, r = _inputs(M, N, K, epilogue, seed)
-    f = FusedLinear(epilogue, M, pdl)
+    f = FusedLinear(epilogue, M, pdl, N=N)
     kernel_w = interleave_gate_up(w, w_up, f.cfg["BLOCK_N"]) if epilogue == "swiglu" else w
     out = guarded_empty((M, N), dtype=torch.bfloat16)
     f(a, kernel_w, out.tensor, r)
@@ -710,7 +735,7 @@ def time_gemm(name: str, N: int, K: int, epilogue: str, M: int, calls: int = 20)
     w_bytes = N * K * 2 * (2 if epilogue == "swiglu" else 1)
     copies = max(2, -(-(200 << 20) // w_bytes))
     a, _, _, r = _inputs(M, N, K, epilogue, 1)
-    f = FusedLinear(epilogue, M)
+    f = FusedLinear(epilogue, M, N=N)
     ws = [torch.randn(N * (2 if epilogue == "swiglu" else 1), K, device="cuda", dtype=torch.bfloat16) / K ** 0.5
           for _ in range(copies)]
     cats = [interleave_gate_up(w[:N], w[N:], f.cfg["BLOCK_N"]) for w in ws] if epilogue == "swiglu" else ws
@@ -749,7 +774,7 @@ def decode_chain(M: int, pdl: bool, unfused: bool = False):
     x = torch.randn(M, HIDDEN, device="cuda", dtype=torch.bfloat16, generator=g)
     W = {name: torch.randn(N * (2 if ep == "swiglu" else 1), K, device="cuda", dtype=torch.bfloat16,
                            generator=g) / K ** 0.5 for name, N, K, ep in BLOCK_GEMMS}
-    fs = {name: FusedLinear(ep, M, pdl) for name, N, K, ep in BLOCK_GEMMS}
+    fs = {name: FusedLinear(ep, M, pdl, N=N) for name, N, K, ep in BLOCK_GEMMS}
     gate_up = W["gate_up"]
     W["gate_up"] = interleave_gate_up(gate_up[:FFN], gate_up[FFN:], fs["gate_up"].cfg["BLOCK_N"])
     qkv = torch.empty(M, 6144, device="cuda", dtype=torch.bfloat16)
