@@ -27,8 +27,9 @@ the previous kernel), then ``griddepcontrol.wait``, then A's tiles (the previous
 consumers read R only after a wgmma on A's data, so after the wait, and write C only after that too. After the
 producer's last load it calls ``launch_dependents``: the next kernel may be scheduled before this one ends. Its
 programs still need room on an SM: these configurations take 160 to 208 KiB of shared memory a program, so a program
-of the next kernel starts only on an SM that this one's programs have left (PDL then saves the wait for the whole
-grid to end and its launch's latency; the W prefetch runs while the rest of the previous grid finishes). The launch
+of the next kernel starts only on an SM that this one's programs have left: what PDL can save here is the wait for
+the whole grid to end, and the launch's latency, with the W prefetch running while the rest of the previous grid
+finishes (unmeasured: the GPU step's decode chain times it). The launch
 side: ``launch_pdl=True`` is a compile option of the NVIDIA backend (``CUDAOptions.launch_pdl``); the compiled
 kernel's launcher passes it to driver.c, which adds CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
 
