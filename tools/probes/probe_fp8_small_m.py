@@ -27,8 +27,10 @@ puts them together (``small_m_kernel``), its launcher and the rule.
                                                             spills, QGMMA in the K loop, the split-K protocol): 32
                                                             compiles, about 50 s cold on 2 cores, 10 s warm
     python tools/probes/probe_fp8_small_m.py --plan         CPU: the rule's pick and the candidates for each shape
-    python tools/probes/probe_fp8_small_m.py OUT.json       GPU: correctness on odd shapes (a child process with a time
+    python tools/probes/probe_fp8_small_m.py OUT.json [MxNxK ...]
+                                                            GPU: correctness on odd shapes (a child process with a time
                                                             limit), then interleaved timings against torch._scaled_mm
+                                                            at TIMED_SHAPES (or the shapes given)
 
 tests/test_probe_kernels.py runs the two CPU checks on a reduced set, and the plants the host model must reject.
 """
@@ -894,7 +896,9 @@ def main(path: str, shapes=TIMED_SHAPES, rounds: int = ROUNDS) -> None:
     """GPU: correctness first (``correct_here`` in a child process, killed after CORRECT_LIMIT_S), then at each shape
     lesson 34's kernel and every candidate whose path was correct, each checked at the shape (and, split, its bits
     again on a second call), timed in ``rounds`` interleaved rounds of (torch._scaled_mm with fast accumulation,
-    candidate) do_bench pairs; per-tensor scales, bf16 C. The JSON is rewritten after each step."""
+    candidate) do_bench pairs; per-tensor scales, bf16 C. The JSON is rewritten after each step; a candidate's first
+    calls and each shape's timings run under a Watchdog (CHECK_LIMIT_S, TIMING_LIMIT_S), so a hang ends the run with
+    the JSON naming it ('hung')."""
     import datetime
     import subprocess
     import tempfile
@@ -1052,7 +1056,8 @@ if __name__ == "__main__":
         sys.exit(1 if said else 0)
     elif args == ["--plan"]:
         print(plan_report())
-    elif len(args) == 1 and not args[0].startswith("-"):
-        main(args[0])
+    elif args and not args[0].startswith("-"):
+        # OUT.json [MxNxK ...]: the timed shapes, or those given
+        main(args[0], tuple(tuple(int(x) for x in a.split("x")) for a in args[1:]) or TIMED_SHAPES)
     else:
         sys.exit(__doc__)
