@@ -4,14 +4,15 @@ the few rows of A with mostly empty tiles and leaves most SMs idle: 0.54× torch
 problem, and a rule that picks between them, to be timed before any of it goes into a lesson:
 
 - **swap-AB**: the kernel computes Cᵀ = W·Aᵀ, so that W's N rows fill wgmma's 64-row side and the batch's M rows sit
-  on its narrow N side (BLOCK_N of 16 to 128). fp8 wgmma reads both operands K-major from shared memory: the PTX
-  this kernel compiles to, ``wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {...}, %rd7, %rd8, %p47, 1, 1``,
-  has no transpose operands (lesson 32's bf16 form ends ``1, 1, 0, 0``: imm-trans-a and imm-trans-b), and Triton
-  3.9.0 fails to lower an N-major fp8 operand (``gluon_course.nvidia.fp8.operand_majors`` compiles one both ways). So
-  the kernel's A is W's N × K tile as it is, its B the activations' M × K tile viewed K × N, both K contiguous, as
-  lesson 34 views W; the SASS holds QGMMA.64x{BLOCK_N}x32.F32.E4M3.E4M3 with both operands from shared memory. The scales swap roles with the operands: W's (one per row of W) go with the rows of the Cᵀ tile,
-  A's (one per row of A) with its columns; the tile is stored transposed, at C's coordinates (lesson 32's
-  ``store_tile``).
+  on its narrow N side (BLOCK_N of 16 to 128). fp8 wgmma reads both operands K-major from shared memory: the PTX this
+  kernel compiles to, ``wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {...}, %rd7, %rd8, %p47, 1, 1``, takes
+  both operands as shared-memory descriptors with no transpose operands (lesson 32's bf16 form ends ``1, 1, 0, 0``:
+  imm-trans-a and imm-trans-b), and Triton 3.9.0 fails to lower an N-major fp8 operand
+  (``gluon_course.nvidia.fp8.operand_majors`` compiles one both ways). So the kernel's A is W's N × K tile as it is,
+  its B the activations' M × K tile viewed K × N, both K contiguous, as lesson 34 views W; the SASS holds
+  QGMMA.64x{BLOCK_N}x32.F32.E4M3.E4M3. The scales swap roles with the operands: W's (one per row of W) go with the
+  rows of the Cᵀ tile, A's (one per row of A) with its columns; the tile is stored transposed, at C's coordinates
+  (lesson 32's ``store_tile``).
 - **split-K** with a fixed order: a tile's K steps in SPLIT_K slices, each unit storing its fp32 sum to a scratch
   buffer and counting itself at the tile's counter; the unit that arrives last adds the slices in slice order (0, 1,
   …, whichever unit it is, so C has the same bits on every run), applies the scales once, stores C and resets the
@@ -319,8 +320,8 @@ def matmul(a, w, a_scale, w_scale, c=None, **config):
 
 
 # -- The rule ---------------------------------------------------------------------------------------------------------
-# Which tile and split a shape gets, for M from 1 to 512 (above that, lesson 34's 128 × 256 tile, which already fills
-# the SMs: 32 × 32 = 1024 tiles at 4096 × 8192). BLOCK_K stays lesson 34's 128 (a tile's row is 128 fp8 bytes, the
+# Which tile and split a shape gets, for M from 1 to 512 (above that, lesson 34's CONFIG, which issue 44 found at
+# 0.96–1.03× torch._scaled_mm from M = 1024 up). BLOCK_K stays lesson 34's 128 (a tile's row is 128 fp8 bytes, the
 # 128-byte swizzle's width).
 #
 # - M ≤ 128: swap-AB. W's rows fill wgmma's 64-row side and the batch pads to BLOCK_N = max(16, the power of two ≥ M)
@@ -357,8 +358,8 @@ SWAP_ROWS = (128, 64)                          # W's rows per swap-AB tile, larg
 SWAP_STAGES = 8                                # the ring's depth for swap-AB tiles, where it fits
 MOST_SWAP_SPLIT = 8
 # 128 × BLOCK_N tiles for 128 < M ≤ 512: (BLOCK_N, num_warps, STAGES, most splits). The ring is the deepest that fits
-# with C's tile (_ring_fits); 128 × 256 does not split: its split kernel holds a second 128 × 256 fp32 sum beside the
-# first (lesson 32's bf16 split kernel spills at that tile, probe_streamk.py), so the rule never asks for it.
+# with C's tile (ring_fits); 128 × 256 does not split: small_m_kernel split at that tile spills on sm_90 (96 bytes of
+# spill stores at 168 registers a thread; lesson 32's bf16 split kernel does the same there, probe_streamk.py says).
 PLAIN_TILES = ((256, 8, 3, 1), (128, 8, 6, 4), (64, 4, 8, 4))
 SHARED_BYTES = 227 * 1024                      # what one program may use on Hopper (232448 bytes)
 
@@ -821,7 +822,7 @@ CORRECT_LIMIT_S = 420
 
 # The longest a candidate's first call and check (its compile included) and a shape's timing rounds may take in the
 # parent process before it gives up (the correctness step's child has its own limit, CORRECT_LIMIT_S).
-CHECK_LIMIT_S, TIMING_LIMIT_S = 120, 600
+CHECK_LIMIT_S, TIMING_LIMIT_S = 120, 300
 
 
 class Watchdog:
