@@ -7,7 +7,9 @@
 # The course's authors:
 #   make book              build the website into _build/html (open _build/html/index.html);
 #                          make book REPOSITORY=owner/name: Colab and Binder buttons, a link to the repository
-#   make test              every test: tests/ (the book build and browser check included) + notebooks under nbval
+#   make test              the course's tests: tests/ (the book build and browser check included) + notebooks
+#                          under nbval
+#   make test-probes       the research probes' own checks (tools/probes; CI runs them after make test)
 #   make starters          regenerate every lessons/NN-slug/starter.py from its solution
 #   make record            GPU only: measure every lesson (or LESSONS="01 02"), write results/<gpu>.json,
 #                          and re-execute the notebooks
@@ -45,10 +47,10 @@ BOOK_FLAGS := -W -n --keep-going --all
 # reads it as GLUON_COURSE_REPOSITORY, which any build may set instead.
 REPOSITORY ?= $(GLUON_COURSE_REPOSITORY)
 
-.PHONY: help venv book test test-tests test-notebooks starters check progress record info clean distclean
+.PHONY: help venv book test test-probes test-tests test-notebooks starters check progress record info clean distclean
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,18p' Makefile | sed 's/^# \{0,1\}//'
 
 # ---------------------------------------------------------------------------------------------------
 # The virtual environment
@@ -119,15 +121,22 @@ book: venv
 # start, for ptxas, nvdisasm or Chromium, for a child process under a time limit), and the third worker fills those
 # waits (on the 2-core reference machine, Triton's cache empty, 2026-12-02: 352 s with 3 workers, 382 s with 2). One
 # process (-n 0) where nvidia-smi or rocm-smi sees a GPU, so that no notebook is timed beside another test's kernels.
-# make test-tests runs tests/ alone, make test-notebooks the notebooks alone.
+# make test-tests runs tests/ alone, make test-notebooks the notebooks alone. The checks of the research probes in
+# tools/probes (marked probe: their kernels are trials, not lessons) are left to make test-probes, which CI runs after
+# make test.
 HAS_GPU := $(shell { nvidia-smi -L || rocm-smi --showid; } >/dev/null 2>&1 && echo yes)
 CORES := $(shell nproc 2>/dev/null || echo 2)
 TEST_JOBS ?= $(if $(HAS_GPU),0,$(shell echo $$(( $(CORES) + 1 ))))
 test: venv
-	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope $(NBVAL_FLAGS) $(LONGEST_FIRST) tests $(PYTEST_ARGS) \
+	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope -m "not probe" $(NBVAL_FLAGS) $(LONGEST_FIRST) tests \
+	  $(PYTEST_ARGS) \
 	  && echo "make test: all passed" || { echo "make test: FAILED (see above)" >&2; exit 1; }
 
 # PYTEST_ARGS passes options to pytest, e.g. make test PYTEST_ARGS="-x -k book"
+test-probes: venv
+	@$(BIN)/python -m pytest -n $(TEST_JOBS) -m probe tests $(PYTEST_ARGS) \
+	  && echo "make test-probes: all passed" || { echo "make test-probes: FAILED (see above)" >&2; exit 1; }
+
 test-tests: venv
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 

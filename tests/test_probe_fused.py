@@ -10,6 +10,9 @@ import torch
 
 from gluon_course.course import repo_root
 
+# A probe's checks, not the course's: `make test-probes` runs them (CI does, after `make test`).
+pytestmark = pytest.mark.probe
+
 PROBE = repo_root() / "tools" / "probes" / "probe_fused_block.py"
 
 

@@ -11,6 +11,9 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
 
+# A probe's checks, not the course's: `make test-probes` runs them (CI does, after `make test`).
+pytestmark = pytest.mark.probe
+
 PROBES = Path(__file__).resolve().parent.parent / "tools" / "probes"
 
 

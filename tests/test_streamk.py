@@ -112,6 +112,7 @@ def test_its_launcher_runs_in_the_host_model(probe):
                                          b_layout="col", sms=5, calls=2) is None, cfg
 
 
+@pytest.mark.probe
 def test_the_probes_host_model_and_compile_checks_pass(probe):
     """The host model on every path; the compile check on two shapes whose 5 configurations (4 tiles, 1 swap-AB)
     include the one whose listing it reads. The probe's own run compiles all 17 of the space (its --compile)."""
