@@ -4,7 +4,8 @@ commits they ran at) belongs in the lab notes (book/lab-notes.md and its pages b
 lesson. What a test can see of that, in every lesson notebook's markdown:
 
 - no cell over 400 words. Words are what a reader reads: whitespace-separated, the HTML comments that hold a figure's
-  marker (``<!-- fig NN/key ... -->``) left out, since Jupyter and the website hide them;
+  marker (``<!-- fig NN/key ... -->``) left out, since Jupyter and the website hide them; and, held to the same
+  limit, the stricter count of a reviewer's script (every run of word characters in the source, markers included);
 - no commit hash: the pattern the repository's hooks use, 7 to 12 lowercase hex digits with at least one letter and
   one digit;
 - a stated time (``**Time:** about N minutes``) no shorter than reading the lesson at 200 words a minute (its
@@ -62,9 +63,16 @@ def markdown(notebook: dict) -> list[tuple[int, str]]:
     return [(index, _source(cell)) for index, cell in enumerate(notebook["cells"]) if cell["cell_type"] == "markdown"]
 
 
+def tokens(text: str) -> int:
+    """A stricter count, the one a reviewer's script uses: every run of word characters in the cell's source, figure
+    markers included ("gl.permute(tile, (1, 0))" is five). A cell is held to the limit by both counts."""
+    return len(re.findall(r"\w+", text))
+
+
 def long_cells(notebook: dict) -> list[tuple[int, int]]:
-    """(cell index, words) of each markdown cell over the limit."""
-    return [(index, words(text)) for index, text in markdown(notebook) if words(text) > WORDS_A_CELL]
+    """(cell index, words) of each markdown cell over the limit, by either count (the larger is given)."""
+    return [(index, max(words(text), tokens(text))) for index, text in markdown(notebook)
+            if max(words(text), tokens(text)) > WORDS_A_CELL]
 
 
 def commit_hashes(notebook: dict) -> list[tuple[int, str]]:
@@ -158,7 +166,8 @@ def test_the_scans_find_what_they_claim():
     marker = "<!-- fig 34/fp8_8192 {v:.3f}× -->1.015×<!-- /fig -->"
     assert words(f"costs {marker} a call") == 4
     at_limit, over = " ".join(["word"] * 400), " ".join(["word"] * 401)
-    assert long_cells(notebook(at_limit, f"{at_limit[5:]} {marker}", over)) == [(2, 401)]
+    assert long_cells(notebook(at_limit, f"{at_limit[5:]} {marker}", over)) == [(1, 407), (2, 401)]
+    assert tokens("gl.permute(tile, (1, 0))") == 5 and words("gl.permute(tile, (1, 0))") == 3
     prose = ("recorded at commit 8b255a468e and d6f74f4; not deadbeef (no digit), 1234567 (no letter), "
              "8b255a468e0123 (13 digits), 0x8b255a4 (a hex literal) or 8B255A468E")
     assert commit_hashes(notebook(prose)) == [(0, "8b255a468e"), (0, "d6f74f4")]
