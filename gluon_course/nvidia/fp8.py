@@ -285,6 +285,29 @@ class KernelInModel:
             out[t.data_ptr()] = Buffer(name, values, dtypes[t.dtype], poison=name == "c")
         return out
 
+    # What a variant of the kernel may change (a probe's split-K adds scratch buffers, a program order, an fp32 C):
+    HANDED = "A, W, C and the two scales"                   # the buffers an argument's address may name
+    WRITTEN_TWICE = "a tile of C computed by two programs, or stored twice"
+
+    def _element_bytes(self, buf) -> int:
+        return self.tensors[buf.name].element_size()
+
+    def _run_options(self, grid_x: int) -> dict:
+        """Keyword arguments for ``model.run`` besides the warps (a program order, for one)."""
+        return {}
+
+    def _read_past(self, scale: str) -> str:
+        """The sentence for a kernel that reads ``scale`` past its end."""
+        n = self.tensors[scale].numel()
+        return (f"the kernel reads {scale} past its end ({n} element{'s' if n > 1 else ''}, "
+                f"{'one per row of ' + ('A' if scale == 'a_scale' else 'W') if n > 1 else 'one per tensor'}): is it "
+                "read one per row where it is one element (A_PER_ROW and W_PER_ROW swapped), handed in the other "
+                "scale's place (a_scale_ptr and w_scale_ptr swapped), or indexed by the other dimension (A's scales "
+                "go with C's rows, pid_m, W's with C's columns, pid_n)?")
+
+    def _after(self, buffers: dict) -> None:
+        """Called once C has been copied back: what else the launch leaves for the next call."""
+
     def __call__(self, grid_x: int, stream, descriptors, rest) -> None:
         from ..model import HostTensorDescriptor, ModelError, ModelOutOfBounds, Pointer, run
 
@@ -292,8 +315,7 @@ class KernelInModel:
 
         def at(address, what):
             if address not in buffers:
-                raise ModelError(f"the kernel is handed {what} at an address that is none of A, W, C and the two "
-                                 "scales")
+                raise ModelError(f"the kernel is handed {what} at an address that is none of {self.HANDED}")
             return buffers[address]
 
         descs = []
@@ -302,30 +324,24 @@ class KernelInModel:
             if list(d.shape) != list(buf.shape) or list(d.strides) != [buf.shape[1], 1]:
                 raise ModelError(f"the descriptor of {buf.name} describes {list(d.shape)} with strides "
                                  f"{list(d.strides)}, not the row-major {list(buf.shape)} tensor at its address")
-            element_bytes = self.tensors[buf.name].element_size()
-            descs.append(HostTensorDescriptor(buf, d.block_shape, d.layout, element_bytes=element_bytes))
+            descs.append(HostTensorDescriptor(buf, d.block_shape, d.layout, element_bytes=self._element_bytes(buf)))
         args = [Pointer(at(x.data_ptr(), "a tensor")) if isinstance(x, torch.Tensor) else x for x in rest]
         try:
-            run(self.kernel, grid_x, *descs, *args, num_warps=self.num_warps)
+            run(self.kernel, grid_x, *descs, *args, num_warps=self.num_warps, **self._run_options(grid_x))
         except ModelOutOfBounds as e:
             scale = next((n for n in ("a_scale", "w_scale") if f" {n} " in str(e)), None)
             if scale is None:
                 raise
-            n = self.tensors[scale].numel()
-            raise ModelOutOfBounds(
-                f"the kernel reads {scale} past its end ({n} element{'s' if n > 1 else ''}, "
-                f"{'one per row of ' + ('A' if scale == 'a_scale' else 'W') if n > 1 else 'one per tensor'}): is it "
-                "read one per row where it is one element (A_PER_ROW and W_PER_ROW swapped), handed in the other "
-                "scale's place (a_scale_ptr and w_scale_ptr swapped), or indexed by the other dimension (A's scales "
-                "go with C's rows, pid_m, W's with C's columns, pid_n)?") from None
+            raise ModelOutOfBounds(self._read_past(scale)) from None
         c = self.tensors["c"]
         c_buf = buffers[c.data_ptr()]
         twice = c_buf.writes > 1
         if twice.any():
             i, j = divmod(int(twice.argmax()), c.shape[1])
-            raise ModelError(f"{int(twice.sum())} element(s) of C written more than once, the first C[{i}, {j}]: a "
-                             "tile of C computed by two programs, or stored twice")
+            raise ModelError(f"{int(twice.sum())} element(s) of C written more than once, the first C[{i}, {j}]: "
+                             f"{self.WRITTEN_TWICE}")
         c.copy_(torch.from_numpy(c_buf.values().copy()))
+        self._after(buffers)
 
 
 def model_launch(mod, programs: int = MODEL_PROGRAMS, pad_scales: bool = False, **config):

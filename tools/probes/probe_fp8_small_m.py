@@ -502,47 +502,23 @@ class KernelInModel(FP8_TOOLS.KernelInModel):
             out[c.data_ptr()] = Buffer("c", np.zeros(tuple(c.shape), np.float32), gl.float32, poison=True)
         return out
 
-    def __call__(self, grid_x: int, stream, descriptors, rest) -> None:
-        from gluon_course.model import HostTensorDescriptor, ModelError, ModelOutOfBounds, Pointer, run
+    HANDED = "A, W, C, the two scales and split-K's scratch"
+    WRITTEN_TWICE = "a tile of C stored by two units (split-K: more than one unit thinks it arrived last?)"
 
-        buffers = self._buffers()
+    def _element_bytes(self, buf) -> int:
+        return 4 if buf.dtype == gl.float32 else self.tensors[buf.name].element_size()
 
-        def at(address, what):
-            if address not in buffers:
-                raise ModelError(f"the kernel is handed {what} at an address that is none of A, W, C, the two scales "
-                                 "and split-K's scratch")
-            return buffers[address]
+    def _run_options(self, grid_x: int) -> dict:
+        return {"order": self.order(grid_x) if callable(self.order) else self.order}
 
-        descs = []
-        for d in descriptors:
-            buf = at(d.base.data_ptr(), "a descriptor")
-            if list(d.shape) != list(buf.shape) or list(d.strides) != [buf.shape[1], 1]:
-                raise ModelError(f"the descriptor of {buf.name} describes {list(d.shape)} with strides "
-                                 f"{list(d.strides)}, not the row-major {list(buf.shape)} tensor at its address")
-            element_bytes = 4 if buf.dtype == gl.float32 else self.tensors[buf.name].element_size()
-            descs.append(HostTensorDescriptor(buf, d.block_shape, d.layout, element_bytes=element_bytes))
-        args = [Pointer(at(x.data_ptr(), "a tensor")) if isinstance(x, torch.Tensor) else x for x in rest]
-        try:
-            run(self.kernel, grid_x, *descs, *args, num_warps=self.num_warps,
-                order=self.order(grid_x) if callable(self.order) else self.order)
-        except ModelOutOfBounds as e:
-            scale = next((n for n in ("a_scale", "w_scale") if f" {n} " in str(e)), None)
-            if scale is None:
-                raise
-            raise ModelOutOfBounds(
-                f"the kernel reads {scale} past its end ({self.tensors[scale].numel()} elements): is it indexed by "
+    def _read_past(self, scale: str) -> str:
+        return (f"the kernel reads {scale} past its end ({self.tensors[scale].numel()} elements): is it indexed by "
                 "the other dimension? Under swap-AB the kernel's rows are W's (W's scales) and its columns A's rows "
-                "(A's scales); without it, A's scales go with the rows and W's with the columns") from None
-        c = self.tensors["c"]
-        c_buf = buffers[c.data_ptr()]
-        twice = c_buf.writes > 1
-        if twice.any():
-            i, j = divmod(int(twice.argmax()), c.shape[1])
-            raise ModelError(f"{int(twice.sum())} element(s) of C written more than once, the first C[{i}, {j}]: a "
-                             "tile of C stored by two units (split-K: more than one unit thinks it arrived last?)")
-        c.copy_(torch.from_numpy(c_buf.values().copy()))
+                "(A's scales); without it, A's scales go with the rows and W's with the columns")
+
+    def _after(self, buffers: dict) -> None:
         if self.c_fp32:
-            self.c_values = c_buf.values().copy()
+            self.c_values = buffers[self.tensors["c"].data_ptr()].values().copy()
         for name in ("partial", "arrivals"):
             t = self.tensors[name]
             t.copy_(torch.from_numpy(buffers[t.data_ptr()].values().copy()).to(t.dtype))
