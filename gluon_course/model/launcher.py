@@ -156,13 +156,15 @@ class ModelGPU:
     """The GPU, stood in for by the host model inside a ``with`` block (see the module's docstring): compute
     capability 9.0, ``sms`` SMs, stream 0, and every ``kernel[grid](...)`` run in the host model (its programs in
     ``order``, ``run``'s). ``add(tensor, name)`` names the memory of the launch's operands; a tensor handed to the
-    kernel is added by its parameter's name. ``launches``: each launch's programs; ``writes(t)``: how often the last
-    launch wrote each element of ``t``."""
+    kernel is added by its parameter's name. ``launches``: each launch's programs; ``options``: each launch's options
+    the model does not use (``launch_pdl``, ``num_stages``, …); ``writes(t)``: how often the last launch wrote each
+    element of ``t``."""
 
     def __init__(self, sms: int, order=None):
         self.sms, self.order = int(sms), order
         self.storages: list[_Storage] = []
         self.launches: list = []
+        self.options: list = []            # each launch's options the model does not use (launch_pdl, num_stages, …)
         self._saved: list = []
 
     # -- memory -----------------------------------------------------------------------------------------------------
@@ -233,8 +235,10 @@ class ModelGPU:
         ctas = int(options.pop("num_ctas", 1))
         if ctas != 1:
             raise ModelUnsupported(f"a launch in clusters of {ctas} CTAs through the launcher")
-        for option in ("num_stages", "maxnreg", "launch_cooperative_grid", "launch_pdl"):
-            options.pop(option, None)
+        # The launch options the model has no use for, kept per launch for the checks that ask (lesson 35: was the
+        # kernel launched with programmatic dependent launch?).
+        self.options.append({option: options.pop(option) for option in
+                             ("num_stages", "maxnreg", "launch_cooperative_grid", "launch_pdl") if option in options})
         if callable(grid):
             grid = grid(options)
         grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)

@@ -64,6 +64,10 @@ def _namespaces() -> dict:
              id(hopper): hop, id(ampere): amp, id(ampere.mma_v2): shims._mma_v2}
     for name, fn in wgmma.items():
         table[id(getattr(hopper, name))] = fn
+    # Grid dependency control, Triton's own functions (Gluon kernels call them as tl kernels do).
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+    table[id(gdc_wait)] = shims.grid_dependency_wait
+    table[id(gdc_launch_dependents)] = shims.grid_dependency_launch_dependents
     return table
 
 

@@ -164,6 +164,9 @@ def load(pointer, mask=None, other=None, *args, **kwargs):
     values = pointer.buffer.read(offsets, mask_b)
     if other_b is not None:
         values = np.where(mask_b, values, other_b)
+    # Logged with its buffer: a check may ask when a buffer was first read (lesson 35: nothing the previous kernel
+    # writes is read before griddepcontrol.wait).
+    program().log(current(), "global load", buffer=pointer.buffer.name)
     return as_tensor(values)
 
 
@@ -653,6 +656,27 @@ def _sum(x, axis=None, keep_dims=False, **kwargs):
                      .astype(np.float32))
 
 
+def _exp(x):
+    """gl.exp in fp32 (the GPU's ex2.approx of x·log2(e) is within 2 ulp of it)."""
+    return as_tensor(np.exp(np.asarray(value_of(x), dtype=np.float32)))
+
+
+def _exp2(x):
+    return as_tensor(np.exp2(np.asarray(value_of(x), dtype=np.float32)))
+
+
+def grid_dependency_wait(*args, **kwargs):
+    """triton.language.extra.cuda.gdc_wait (PTX griddepcontrol.wait). The model runs one kernel at a time, so there
+    is nothing to wait for; the program's trace records where it stood, for the checks that ask what was read or
+    written before it."""
+    program().log(current(), "griddepcontrol.wait")
+
+
+def grid_dependency_launch_dependents(*args, **kwargs):
+    """gdc_launch_dependents (PTX griddepcontrol.launch_dependents): a hint to schedule the next grid; logged."""
+    program().log(current(), "griddepcontrol.launch_dependents")
+
+
 def _where(condition, x, y):
     return as_tensor(np.where(np.asarray(value_of(condition), dtype=bool), value_of(x), value_of(y)))
 
@@ -723,6 +747,7 @@ GL = {
     "multiple_of": _identity, "max_contiguous": _identity,
     "max_constancy": _identity, "assume": _nothing, "static_assert": _static_assert, "cast": _cast, "reshape": _reshape,
     "permute": _permute, "split": _split, "atomic_add": atomic_add, "atomic_xchg": atomic_xchg,
+    "exp": _exp, "exp2": _exp2,
 }
 
 

@@ -1,0 +1,484 @@
+"""Lesson 35's checks and figures: GEMMs with the model's elementwise work in their epilogues (SwiGLU, the residual
+add), launched back to back with programmatic dependent launch (PDL), and the transformer block built from them.
+
+Without a GPU:
+
+- ``model_problem``: the kernel in the host model on small integers (exact sums) at odd shapes, C against the
+  unfused math in fp64 within the course's bf16 tolerance, each element of C written once; under PDL the programs'
+  traces read for what happened before ``gdc_wait`` (``pdl_order``).
+- ``launcher_problem``: the lesson's own launcher (``fused_linear``) on CPU tensors, the GPU stood in for by the
+  host model (``model.launcher.ModelGPU``): its configuration, descriptors, grid and argument order.
+- ``compiled``: the kernel for sm_90 at one configuration; ``wait_order`` reads its TTGIR for the producer's order
+  (W's first copies, then the wait, then A's). ``PDL_WAIT`` and ``PDL_LAUNCH`` are what griddepcontrol becomes in SASS.
+
+On a GPU: ``correct`` (every epilogue, with and without PDL, odd shapes and the block's own, poisoned and guarded C,
+in a child process) and ``block_measure`` (the whole block in a CUDA graph against torch's, interleaved, beside the
+step's HBM roofline from the device copy measured in the same run).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+# What griddepcontrol becomes in sm_90's SASS (ptxas of Triton 3.9.0): .wait is ACQBULK, .launch_dependents is
+# PREEXIT. LLVM may copy the wait onto two exclusive paths (the producer's loop before it run or not), so the SASS
+# holds at least one ACQBULK.
+PDL_WAIT, PDL_LAUNCH = "ACQBULK", "PREEXIT"
+
+# The host model's tile: small enough for numpy, with tails past every edge at MODEL_SHAPES (M, N, K).
+MODEL_CFG = {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "STAGES": 3, "num_warps": 4, "GROUP_M": 8, "LOAD_REGS": 40}
+MODEL_SHAPES = ((1, 72, 200), (17, 40, 104), (100, 104, 72))
+CHILD_LIMIT_S = 300
+
+# The 8B-class block of lesson 32 (gluon_course.measure.linear.Block): its GEMMs as the fused block runs them,
+# (name, C's columns, K, epilogue).
+HIDDEN, FFN = 4096, 14336
+BLOCK_GEMMS = (("qkv", 6144, HIDDEN, "plain"), ("o", HIDDEN, HIDDEN, "residual"),
+               ("gate_up", FFN, HIDDEN, "swiglu"), ("down", HIDDEN, FFN, "residual"))
+
+
+def _integers(rng, shape, low=-2, high=2):
+    return rng.integers(low, high + 1, size=shape).astype(np.float32)
+
+
+def operands(epilogue: str, M: int, N: int, K: int, seed: int = 0) -> dict:
+    """Small integers (bf16 holds them exactly; sums of their products are exact in fp32), A in eighths for SwiGLU
+    so that gate's sums spread over SiLU's bend (a few units) rather than its straight parts. W_up for SwiGLU and R
+    for the residual; None where the epilogue takes none."""
+    rng = np.random.default_rng(seed)
+    a = _integers(rng, (M, K)) / (8 if epilogue == "swiglu" else 1)
+    w = _integers(rng, (N, K))
+    w_up = _integers(rng, (N, K)) if epilogue == "swiglu" else None
+    r = _integers(rng, (M, N), -64, 64) if epilogue == "residual" else None
+    return {"a": a, "w": w, "w_up": w_up, "r": r}
+
+
+def reference(epilogue: str, a, w, r=None, w_up=None):
+    """The unfused math in fp64: A·Wᵀ; SiLU(A·W_gateᵀ) · (A·W_upᵀ) (``w`` is W_gate); A·Wᵀ + R."""
+    a = a.astype(np.float64)
+    out = a @ w.astype(np.float64).T
+    if epilogue == "swiglu":
+        up = a @ w_up.astype(np.float64).T
+        return out / (1.0 + np.exp(-out)) * up
+    return out + r.astype(np.float64) if epilogue == "residual" else out
+
+
+def tolerance(K: int, epilogue: str) -> tuple[float, float]:
+    """(atol, rtol): the course's bf16 GEMM tolerance (measure.gemm.tolerance: fp32 sums, one rounding to bf16). The
+    model's sums are exact; SwiGLU's fp32 SiLU adds a few fp32 ulps before the rounding, a 2^-12 share of rtol."""
+    import torch
+
+    from ..measure.gemm import tolerance as gemm_tolerance
+
+    tol = gemm_tolerance(K, torch.bfloat16)
+    return tol.atol, tol.rtol * (1 + 2 ** -12) if epilogue == "swiglu" else tol.rtol
+
+
+def compare(got, want, writes, atol: float, rtol: float) -> str | None:
+    """None, or which elements of C are never written, written twice or wrong (the first of them named)."""
+    for problem, mask in (("never written (still NaN)", writes == 0),
+                          ("written more than once", writes > 1),
+                          ("wrong", (np.abs(got - want) > atol + rtol * np.abs(want)) & (writes == 1))):
+        if mask.any():
+            i, j = map(int, np.argwhere(mask)[0])
+            detail = f": got {got[i, j]:g}, expected {want[i, j]:g}" if problem == "wrong" else ""
+            return f"{int(mask.sum())} element(s) of C {problem}; the first is C[{i}, {j}]{detail}"
+    return None
+
+
+def _interleaved(mod, w, w_up, block_n: int):
+    """The lesson's own interleave_gate_up on numpy operands."""
+    import torch
+
+    return mod.interleave_gate_up(torch.from_numpy(w), torch.from_numpy(w_up), block_n).numpy()
+
+
+def model_launch(mod, epilogue: str, cfg: dict, pdl: bool, programs: int, a, w, c_shape, r=None):
+    """The lesson's fused_kernel in the host model on numpy A (M × K), W (N × K; the interleaved W for SwiGLU) and R:
+    C's values (fp32 of its bf16), how often each element was written, and the programs' traces."""
+    from triton.experimental.gluon import language as gl
+
+    from ..model import Buffer, HostTensorDescriptor, Pointer
+    from ..model.run import run as run_kernel
+
+    ce = mod.constexprs(cfg, epilogue, pdl)
+    BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    M, K = a.shape
+    N = w.shape[0]
+    a_buf = Buffer("A", a.astype(np.float32), gl.bfloat16)
+    w_buf = Buffer("W", w.astype(np.float32), gl.bfloat16)
+    c_buf = Buffer("C", np.zeros(c_shape, np.float32), gl.bfloat16, poison=True)
+    r_buf = Buffer("R", r.astype(np.float32), gl.bfloat16) if r is not None else c_buf
+    descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+             for buf, block in ((a_buf, [BM, BK]), (w_buf, [BN, BK]), (c_buf, [BM, BN]))]
+    tiles = -(-M // BM) * -(-N // (BN * (2 if epilogue == "swiglu" else 1)))
+    runs = run_kernel(mod.fused_kernel, min(tiles, programs), *descs, Pointer(r_buf), M, N, K, c_shape[1],
+                      c_shape[1], num_warps=cfg["num_warps"], **ce)
+    return c_buf.values(), c_buf.writes.reshape(c_shape), runs
+
+
+def pdl_order(runs) -> str | None:
+    """Each program under PDL, from the host model's traces: its producer loads tiles of W before gdc_wait and none
+    of A (the previous kernel's output), waits once, and calls gdc_launch_dependents once, after its last load; no
+    partition reads A or R, or stores C, before the wait. A's ring is the kernel's ``a_ring``."""
+    for prog in runs:
+        producer = [e for e in prog.trace if e["partition"] == "worker partition 0"]
+        waits = [i for i, e in enumerate(producer) if e["what"] == "griddepcontrol.wait"]
+        launches = [i for i, e in enumerate(producer) if e["what"] == "griddepcontrol.launch_dependents"]
+        loads = [(i, e) for i, e in enumerate(producer) if e["what"] == "tma load"]
+        if len(waits) != 1 or len(launches) != 1:
+            return (f"program {prog.pid[0]}'s producer calls gdc_wait {len(waits)} time(s) and gdc_launch_dependents "
+                    f"{len(launches)} time(s): once each")
+        before = [e for i, e in loads if i < waits[0]]
+        if any(e["slot"].startswith("a_ring") for e in before):
+            return (f"program {prog.pid[0]} loads a tile of A before gdc_wait: A is the previous kernel's output, "
+                    "which under PDL may still be being written")
+        if not before:
+            return (f"program {prog.pid[0]} loads no tile of W before gdc_wait: nothing of its start overlaps the "
+                    "previous kernel")
+        if loads and launches[0] < loads[-1][0]:
+            return (f"program {prog.pid[0]} calls gdc_launch_dependents before its last load: the next kernel's "
+                    "programs would take SMs while this one still has copies to issue")
+        wait_t = producer[waits[0]]["t"]
+        early = [e for e in prog.trace if e["t"] < wait_t and (e["what"] == "tma store" or (
+            e["what"] == "global load" and e.get("buffer") in ("A", "R")))]
+        if early:
+            e = early[0]
+            what = f"reads {e['buffer']}" if e["what"] == "global load" else "stores a tile of C"
+            return (f"program {prog.pid[0]}'s {e['partition']} {what} before the producer's gdc_wait: under PDL the "
+                    "previous kernel may still be writing it (or reading C's memory)")
+    return None
+
+
+def model_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, programs: int = 3, cfg=None,
+                  seed: int = 0) -> str | None:
+    """One epilogue at one shape in the host model against the unfused math: None or one sentence."""
+    from ..model import ModelError
+
+    cfg = cfg or MODEL_CFG
+    x = operands(epilogue, M, N, K, seed)
+    kernel_w = _interleaved(mod, x["w"], x["w_up"], cfg["BLOCK_N"]) if epilogue == "swiglu" else x["w"]
+    where = f"{epilogue}{' with PDL' if pdl else ''}, {M}×{N}×{K}"
+    try:
+        got, writes, runs = model_launch(mod, epilogue, cfg, pdl, programs, x["a"], kernel_w, (M, N), x["r"])
+    except ModelError as e:
+        return f"in the host model, {where}: {e}"
+    problem = compare(got, reference(epilogue, x["a"], x["w"], x["r"], x["w_up"]), writes, *tolerance(K, epilogue))
+    if problem is None and pdl:
+        problem = pdl_order(runs)
+    return f"in the host model, {where}: {problem}" if problem else None
+
+
+def launcher_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, sms: int = 3) -> str | None:
+    """The lesson's fused_linear on CPU tensors, the GPU stood in for by the host model: its configuration for M,
+    descriptors, grid and arguments. A is a column slice of a wider matrix (as the block's o projection may read
+    it); C against the unfused math, each element written once."""
+    import torch
+
+    from ..model import ModelError
+    from ..model.launcher import ModelGPU
+
+    x = operands(epilogue, M, N, K, seed=1)
+    as_bf16 = lambda v: torch.from_numpy(v).to(torch.bfloat16)  # noqa: E731
+    w = mod.interleave_gate_up(as_bf16(x["w"]), as_bf16(x["w_up"])) if epilogue == "swiglu" else as_bf16(x["w"])
+    r = as_bf16(x["r"]) if x["r"] is not None else None
+    wider = torch.zeros(M, K + 24, dtype=torch.bfloat16)
+    wider[:, :K] = as_bf16(x["a"])
+    a = wider[:, :K]
+    c = torch.full((M, N), float("nan"), dtype=torch.bfloat16)
+    where = f"fused_linear, {epilogue}{' with PDL' if pdl else ''}, {M}×{N}×{K}"
+    mod._FUSED.clear()                       # nothing kept from an earlier launch on other memory
+    with ModelGPU(sms) as gpu:
+        for t, name in ((wider, "A"), (w, "W"), (r, "R"), (c, "C")):
+            if t is not None:
+                gpu.add(t, name)
+        try:
+            mod.fused_linear(a, w, epilogue, r=r, c=c, pdl=pdl)
+        except ModelError as e:
+            return f"in the host model, {where}: {e}"
+        if len(gpu.launches) != 1:
+            return f"in the host model, {where}: {len(gpu.launches)} launches, not one"
+        if bool(gpu.options[0].get("launch_pdl", False)) != pdl:
+            return (f"in the host model, {where}: the kernel was launched with launch_pdl="
+                    f"{gpu.options[0].get('launch_pdl', False)}: " +
+                    ("without it the launch waits for the previous kernel to end, and gdc_wait waits for nothing"
+                     if pdl else "fused_linear(pdl=False) must launch without it"))
+        writes = gpu.writes(c)
+    mod._FUSED.clear()
+    problem = compare(c.float().numpy(), reference(epilogue, x["a"], x["w"], x["r"], x["w_up"]), writes,
+                      *tolerance(K, epilogue))
+    return f"in the host model, {where}: {problem}" if problem else None
+
+
+def host_model_check(epilogue: str, shapes=MODEL_SHAPES):
+    """A check: ``epilogue`` in the host model at each shape, without and with PDL, then through the launcher."""
+    def check(mod):
+        for M, N, K in shapes:
+            for pdl in (False, True):
+                problem = model_problem(mod, epilogue, M, N, K, pdl)
+                if problem:
+                    return problem
+        M, N, K = shapes[len(shapes) // 2]
+        return launcher_problem(mod, epilogue, M, N, K, pdl=True)
+    return check
+
+
+# -- the compiler ---------------------------------------------------------------------------------------------------
+
+def compiled(mod, epilogue: str, cfg: dict, pdl: bool):
+    """The lesson's fused_kernel for sm_90 at one configuration, compiled with launch_pdl when ``pdl``."""
+    from triton.experimental.gluon import language as gl
+
+    from ..machine import compile_cached, tensor_descriptor_type
+
+    BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+
+    def desc(block):
+        return tensor_descriptor_type("bf16", block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+
+    signature = {"a_desc": desc([BM, BK]), "b_desc": desc([BN, BK]), "c_desc": desc([BM, BN]), "r_ptr": "*bf16",
+                 "M": "i32", "N": "i32", "K": "i32", "N_OUT": "i32", "stride_rm": "i32"}
+    return compile_cached(mod.fused_kernel, "sm_90", signature=signature, constexprs=mod.constexprs(cfg, epilogue, pdl),
+                          aligned=("r_ptr",), num_warps=cfg["num_warps"], **({"launch_pdl": True} if pdl else {}))
+
+
+def block_configs(mod, tokens=(1, 2048)):
+    """(epilogue, configuration) of each GEMM of the block at each number of tokens, each once."""
+    found = {}
+    for M in tokens:
+        for _, N, _, epilogue in BLOCK_GEMMS:
+            cfg = mod.config_for(M, epilogue, N)
+            found[(epilogue, tuple(sorted(cfg.items())))] = (epilogue, cfg)
+    return list(found.values())
+
+
+def wait_order(k) -> str | None:
+    """The producer's order in the compiled TTGIR, where each TMA copy still names its descriptor: a copy through W's
+    descriptor before the grid dependency wait and none through A's. A's is found by the position of ``%a_desc`` among
+    warp_specialize's operands, which are the partitions' arguments in order."""
+    import re
+
+    text = k.ttgir
+    operands_ = re.search(r"ttg\.warp_specialize\(([^)]*)\)", text)
+    names = [x.strip() for x in operands_.group(1).split(",")] if operands_ else []
+    if "%a_desc" not in names:
+        return "the TTGIR's warp_specialize does not hand the partitions %a_desc"
+    lines = text.splitlines()
+    # gdc_wait is tt.grid_dependency_wait in the TTGIR (an inline griddepcontrol.wait would be its PTX text).
+    wait = next((i for i, line in enumerate(lines) if "grid_dependency_wait" in line or "griddepcontrol.wait" in line),
+                None)
+    if wait is None:
+        return "the TTGIR holds no grid dependency wait: call gdc_wait() in the producer"
+    header = max(i for i, line in enumerate(lines[:wait]) if re.match(r"\s*partition\d+\(", line))
+    params = re.findall(r"(%arg\d+):", lines[header])
+    a_arg = params[names.index("%a_desc")]
+    copies = [(i, re.search(r"async_tma_copy_global_to_local (%\w+)\[", line).group(1))
+              for i, line in enumerate(lines[header:], header) if "async_tma_copy_global_to_local" in line]
+    if not any(i < wait and desc != a_arg for i, desc in copies):
+        return "no TMA copy of W comes before gdc_wait: nothing of the kernel's start overlaps the previous kernel"
+    early = [i for i, desc in copies if i < wait and desc == a_arg]
+    if early:
+        return (f"a TMA copy through A's descriptor (line {early[0] + 1} of the TTGIR) comes before "
+                "gdc_wait: under PDL the previous kernel may still be writing A")
+    return None
+
+
+def pdl_problem(k, pdl: bool) -> str | None:
+    """With PDL: the SASS holds the wait (at least one ACQBULK) and one PREEXIT, the TTGIR's order is W, wait, A, and
+    the compiled kernel asks its launcher for PDL. Without: none of them."""
+    waits, launches = k.count(PDL_WAIT), k.count(PDL_LAUNCH)
+    if (not (waits >= 1 and launches == 1)) if pdl else (waits or launches):
+        return (f"the SASS holds {waits} {PDL_WAIT} (griddepcontrol.wait) and {launches} {PDL_LAUNCH} "
+                f"(griddepcontrol.launch_dependents); " +
+                ("with PDL, at least one and exactly one" if pdl else "without PDL, none"))
+    if pdl:
+        problem = wait_order(k)
+        if problem:
+            return problem
+    if bool(getattr(k.metadata, "launch_pdl", False)) != pdl:
+        return f"the compiled kernel's launch_pdl is {getattr(k.metadata, 'launch_pdl', None)}, not {pdl}"
+    return None
+
+
+# -- on a GPU ---------------------------------------------------------------------------------------------------------
+
+# Odd shapes (N a multiple of 8: C's rows must be 16-byte aligned for TMA) and the block's own at 1, 16, 2048 tokens.
+ODD_SHAPES = ((1, 1000, 520), (17, 328, 4104), (100, 2056, 1000))
+
+
+def gpu_operands(M: int, N: int, K: int, epilogue: str, seed: int):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
+    w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / K ** 0.5
+    w_up = (torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / K ** 0.5
+            if epilogue == "swiglu" else None)
+    r = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g) if epilogue == "residual" else None
+    return a, w, w_up, r
+
+
+def gpu_reference(epilogue, a, w, w_up, r):
+    """The unfused math in fp32 from the bf16 operands, and each element's bound: the course's bf16 GEMM tolerance
+    for each sum (atol), carried through SiLU(g)·u by |∂/∂g| ≤ 1.1·|u| and |∂/∂u| = |SiLU(g)| ≤ |g|, plus half an ulp
+    of bf16 of the result (rtol)."""
+    import torch
+
+    from ..measure.gemm import tolerance as gemm_tolerance
+
+    tol = gemm_tolerance(a.shape[1], torch.bfloat16)
+    g = a.float() @ w.float().t()
+    if epilogue == "swiglu":
+        u = a.float() @ w_up.float().t()
+        ref = torch.nn.functional.silu(g) * u
+        return ref, tol.atol * (1.1 * u.abs() + g.abs() + 1) + tol.rtol * ref.abs()
+    ref = g + r.float() if epilogue == "residual" else g
+    return ref, tol.atol + tol.rtol * ref.abs()
+
+
+def _check_one(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, seed: int = 0) -> str | None:
+    import torch
+
+    from ..measure.tensors import guarded_empty, is_poison
+
+    a, w, w_up, r = gpu_operands(M, N, K, epilogue, seed)
+    kernel_w = mod.interleave_gate_up(w, w_up) if epilogue == "swiglu" else w
+    out = guarded_empty((M, N), dtype=torch.bfloat16)
+    mod.fused_linear(a, kernel_w, epilogue, r=r, c=out.tensor, pdl=pdl)
+    torch.cuda.synchronize()
+    ref, bound = gpu_reference(epilogue, a, w, w_up, r)
+    got = out.tensor.float()
+    where = f"{epilogue}{' with PDL' if pdl else ''}, {M}×{N}×{K}"
+    if is_poison(got).any():
+        return f"{where}: {int(is_poison(got).sum())} element(s) of C never written"
+    if not out.margins_untouched():
+        return f"{where}: a write past C's ends (the guard margins changed)"
+    bad = (got - ref).abs() > bound
+    if bad.any():
+        i, j = bad.nonzero()[0].tolist()
+        return (f"{where}: {int(bad.sum())} element(s) outside the bound, the first C[{i}, {j}]: {got[i, j]:g} "
+                f"where the unfused math gives {ref[i, j]:g}")
+    return None
+
+
+def correct_here(module_file: str) -> str | None:
+    """The correctness check itself, run in a child process (a barrier that never completes hangs there)."""
+    from ..course import load_module_file
+    from ..grading.runner import sentence_in_child
+
+    mod = load_module_file(module_file)
+
+    def run():
+        for epilogue in ("plain", "swiglu", "residual"):
+            shapes = ODD_SHAPES + tuple((m, n, k) for _, n, k, ep in BLOCK_GEMMS if ep == epilogue
+                                        for m in (1, 16, 2048))
+            for M, N, K in shapes:
+                for pdl in (False, True):
+                    problem = _check_one(mod, epilogue, M, N, K, pdl)
+                    if problem:
+                        return problem
+        return None
+    return sentence_in_child(module_file, run)
+
+
+def correct(mod) -> str | None:
+    """Every epilogue, with and without PDL, on odd shapes and the block's own, in one child process under a limit."""
+    from ..measure.isolated import check_in_child
+
+    return check_in_child(f"{__file__}:correct_here", [mod.__file__], timeout=CHILD_LIMIT_S)
+
+
+def block_error(mod, tokens: int = 16, seed: int = 0) -> dict:
+    """The fused block's output and the unfused block's (torch's nn.Linear), each against an fp32 run of the same
+    weights: their relative errors."""
+    import torch
+
+    from ..measure.linear import Block, fp32_reductions
+
+    torch.manual_seed(seed)
+    block = Block().cuda().to(torch.bfloat16).eval()
+    fp32 = Block().cuda().eval()
+    fp32.load_state_dict({k: v.float() for k, v in block.state_dict().items()})
+    x = torch.randn(1, tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        with fp32_reductions():
+            ref = fp32(x.float())
+        out = {}
+        for name, model in (("fused", mod.FusedBlock(block)), ("fused_pdl", mod.FusedBlock(block, pdl=True)),
+                            ("torch", block)):
+            y = model(x).float()
+            out[name] = float((y - ref).norm() / ref.norm())
+    return out
+
+
+def block_matches(mod) -> str | None:
+    """The fused block (with and without PDL) against the unfused one, both against fp32, at 1, 16 and 2048 tokens:
+    at most twice torch's own relative error, plus 1e-3."""
+    for tokens in (1, 16, 2048):
+        err = block_error(mod, tokens)
+        for name in ("fused", "fused_pdl"):
+            if err[name] > 2 * err["torch"] + 1e-3:
+                return (f"at {tokens} token(s), the {name.replace('_', ' with ')} block's output is off by "
+                        f"{err[name]:.2e} (relative, against fp32) where torch's block is off by {err['torch']:.2e}: "
+                        "not the same computation")
+    return None
+
+
+def _block_bytes(block, tokens: int) -> int:
+    """What one step must read at least: every weight once, and x in and out (bf16)."""
+    weights = sum(p.numel() for p in block.parameters()) * 2
+    return weights + 2 * tokens * HIDDEN * 2
+
+
+def block_times(mod, tokens: int, rounds: int = 15, calls: int = 10, seed: int = 0) -> dict:
+    """The block three ways (torch's nn.Linear, fused, fused with PDL), each captured in a CUDA graph of ``calls``
+    steps and replayed in turn, ``rounds`` rounds: the median µs of a step each; the device copy's bandwidth in the
+    same run; the step's roofline (every byte it must read over that bandwidth)."""
+    import torch
+
+    from ..measure.linear import Block
+    from ..measure.timing import _captured, copy_ceiling_tbs
+
+    torch.manual_seed(seed)
+    block = Block().cuda().to(torch.bfloat16).eval()
+    models = {"torch": block, "fused": mod.FusedBlock(block), "fused_pdl": mod.FusedBlock(block, pdl=True)}
+    x = torch.randn(1, tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        graphs = {name: _captured(lambda m=m: m(x), calls) for name, m in models.items()}
+        times = {name: [] for name in graphs}
+        for _ in range(rounds):
+            for name, g in graphs.items():
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                g.replay()
+                end.record()
+                end.synchronize()
+                times[name].append(start.elapsed_time(end) * 1000 / calls)
+    us = {name: float(np.median(t)) for name, t in times.items()}
+    tbs = copy_ceiling_tbs()
+    roofline_us = _block_bytes(block, tokens) / (tbs * 1e12) * 1e6
+    return {"tokens": tokens, "us": us, "copy_tbs": round(tbs, 3), "roofline_us": round(roofline_us, 2),
+            "bytes": _block_bytes(block, tokens), "rounds": rounds, "calls": calls}
+
+
+def block_measure(tokens: int, of: str = "roofline"):
+    """A figure of the block at ``tokens``: the fused block's share of the step's HBM roofline (decode) or torch's
+    block time over the fused block's (prefill, ``of="torch"``); the faster of with and without PDL, both in the
+    details."""
+    def measure(mod):
+        from ..measure.timing import Measurement
+
+        problem = block_matches(mod)
+        if problem:
+            raise AssertionError(problem)
+        t = block_times(mod, tokens)
+        us = t["us"]
+        best = min(("fused", "fused_pdl"), key=lambda k: us[k])
+        value = t["roofline_us"] / us[best] if of == "roofline" else us["torch"] / us[best]
+        text = (f"{us[best]:.0f} µs a step ({'with' if best == 'fused_pdl' else 'without'} PDL), torch's "
+                f"{us['torch']:.0f} µs, roofline {t['roofline_us']:.0f} µs")
+        details = {**t, "best": best, "over_torch": round(us["torch"] / us[best], 4),
+                   "pdl_over_no_pdl": round(us["fused"] / us["fused_pdl"], 4)}
+        return Measurement(value, text, json.loads(json.dumps(details)))
+    return measure

@@ -1,0 +1,145 @@
+"""Lesson 35's checks: each epilogue in the host model at odd shapes against the unfused math in fp64 (the kernel
+directly, with and without PDL, then through fused_linear); in the sm_90 machine code of every GEMM of the block at
+decode and prefill, the epilogue's own instructions (one exponential an element for SwiGLU, R loaded once an element,
+bounded by M and N, one store of C a tile), the resources, and PDL's instructions and order; on a GPU, correctness
+on odd shapes and the block's, and the block's figures against its HBM roofline and torch's block."""
+from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
+from gluon_course.grading.counts import mismatch
+from gluon_course.grading.gemm_kernel import fits
+from gluon_course.nvidia import fused
+
+# Each GEMM of the block, compiled for sm_90 at the course's configurations (Triton 3.9.0): shared bytes a program
+# (the ring, C's tile, the barriers) by (epilogue, BLOCK_M, BLOCK_N).
+SHARED_BYTES = {("plain", 64, 64): 205012, ("residual", 64, 32): 200948, ("swiglu", 64, 128): 221404,
+                ("plain", 128, 256): 213164, ("residual", 128, 128): 164020, ("swiglu", 128, 128): 180412}
+# Bytes an R load brings, by its SASS opcode.
+LOAD_BYTES = {"LDG.E.U16": 2, "LDG.E": 4, "LDG.E.64": 8, "LDG.E.128": 16}
+
+
+def _elements(cfg) -> int:
+    """Accumulator elements a consumer thread holds (one strip): BLOCK_M · BLOCK_N over the consumers' threads."""
+    return cfg["BLOCK_M"] * cfg["BLOCK_N"] // (32 * cfg["num_warps"])
+
+
+def epilogue_facts(epilogue: str):
+    """The epilogue in the SASS at each configuration of the block: one TMA store a tile (for SwiGLU: H only, not
+    gate and up); SwiGLU one exponential (MUFU.EX2) an element of H and no load by the threads; the residual R's
+    elements loaded once each, masked by rows < M and columns < N, and no exponential; the plain epilogue neither."""
+    def check(mod):
+        for ep, cfg in fused.block_configs(mod):
+            if ep != epilogue:
+                continue
+            k = fused.compiled(mod, ep, cfg, False)
+            ops = k.opcodes()
+            n = _elements(cfg)
+            loaded = sum(ops.get(op, 0) * size for op, size in LOAD_BYTES.items()) // 2
+            got = {"UTMASTG.2D": ops.get("UTMASTG.2D", 0), "MUFU.EX2": ops.get("MUFU.EX2", 0),
+                   "R elements loaded": loaded}
+            want = {"UTMASTG.2D": 1, "MUFU.EX2": n if ep == "swiglu" else 0,
+                    "R elements loaded": n if ep == "residual" else 0}
+            where = f"the {ep} epilogue at {cfg['BLOCK_M']}×{cfg['BLOCK_N']} ({cfg['num_warps']} warps, {n} elements a thread)"
+            problem = mismatch(got, want, where, why={
+                "MUFU.EX2": ("SiLU needs e^(−g): gl.exp of the gate's sums",
+                             "more than one exponential an element: compute e^(−g) once"),
+                "R elements loaded": ("R is not read: add its tile to the sums before the rounding",
+                                      "R is read more than once an element"),
+                "UTMASTG.2D": ("", "more than one TMA store a tile: the epilogue writes only its result")})
+            if problem:
+                return problem
+            if ep == "residual":
+                bounds = [m["bounds"] for m in k.masks() if m["op"] == "load"]
+                if not bounds or any(not {"M", "N_OUT"} <= set(b) for b in bounds):
+                    return (f"{where}: R's loads are bounded by {bounds or 'nothing'}: each needs rows < M and "
+                            "columns < N (the tile's rows and columns past C's edges are not R's)")
+        return None
+    return check
+
+
+def resources(mod):
+    """Each GEMM of the block at decode and prefill fits one SM with no spills, at the shared memory its ring and C's
+    tile take."""
+    for ep, cfg in fused.block_configs(mod):
+        for pdl in (False, True):
+            k = fused.compiled(mod, ep, cfg, pdl)
+            where = f"{ep}{' with PDL' if pdl else ''} at {cfg['BLOCK_M']}×{cfg['BLOCK_N']}×{cfg['BLOCK_K']}"
+            problem = fits(k, cfg["num_warps"], cfg)
+            if problem:
+                return f"{where}: {problem}"
+            want = SHARED_BYTES.get((ep, cfg["BLOCK_M"], cfg["BLOCK_N"]))
+            if want is not None and k.shared_bytes != want:
+                return f"{where}: {k.shared_bytes} shared bytes where the course's configuration takes {want}"
+    return None
+
+
+def pdl_sm_90(mod):
+    """With PDL, each GEMM of the block: griddepcontrol.wait (ACQBULK) and one launch_dependents (PREEXIT) in the SASS,
+    the wait after W's first TMA copies and before A's, and launch_pdl in the compiled kernel; without PDL, none."""
+    for ep, cfg in fused.block_configs(mod):
+        for pdl in (False, True):
+            problem = fused.pdl_problem(fused.compiled(mod, ep, cfg, pdl), pdl)
+            if problem:
+                return f"{ep}{' with PDL' if pdl else ''} at {cfg['BLOCK_M']}×{cfg['BLOCK_N']}: {problem}"
+    return None
+
+
+PROVISIONAL = ("no run of this kernel on a GPU yet: the range is provisional, set from what the step allows, to be "
+               "redrawn around the first clean run (grading.gemm.around_first_run)")
+DECODE_WHY = ("the step's roofline (every weight of the block read once, and x in and out, over the device copy's "
+              "bandwidth measured in the same run) over the fused block's time, each block captured in a CUDA graph of "
+              "10 steps and replayed in turn with torch's block, 15 rounds, medians; the faster of with and without "
+              "PDL, both in the details. Lesson 32's recording (H200, 2026-12-03, 32/block_decode_graph) timed the same block "
+              "at 16 tokens in a graph at 170 µs with torch's projections and 156 µs with lesson 32's, where its 436 MB "
+              "of weights take about 102 µs at the copy's 4.2–4.3 TB/s")
+
+
+def _decode(tokens: int):
+    return Expectation(0.4, 1.1, "the step's HBM roofline", f"{DECODE_WHY}; {PROVISIONAL}",
+                       target=CourseTarget(0.85, why="the course's target for a decode step: 85% of its roofline, "
+                                                      "and 1.35× torch's block (in the details)"))
+
+
+CHECKS = LessonChecks(
+    targets=("sm_90",),
+    teaches="the GEMM does the model's elementwise work in its epilogue (SwiGLU, the residual add) while C is fp32 "
+            "in registers; Q, K and V as one GEMM; programmatic dependent launch (gdc_wait after W's first copies)",
+    machine_code=[
+        Check("swiglu_model", "SwiGLU in the host model (no GPU): H = SiLU(A·W_gateᵀ)·(A·W_upᵀ) within the bf16 "
+              "tolerance of the fp64 unfused math at 1×72×200, 17×40×104 and 100×104×72, each element written once, "
+              "with and without PDL, then through fused_linear", fused.host_model_check("swiglu")),
+        Check("residual_model", "the residual in the host model: C = A·Wᵀ + R at the same shapes, R read only inside "
+              "C, each element written once, with and without PDL, then through fused_linear",
+              fused.host_model_check("residual")),
+        Check("plain_model", "the plain epilogue (Q, K and V as one GEMM) in the host model, the same way",
+              fused.host_model_check("plain")),
+        Check("swiglu_sm_90", "sm_90, the SwiGLU GEMM at decode and prefill: one MUFU.EX2 an element of H, no load "
+              "by the threads, one TMA store a tile (H only)", epilogue_facts("swiglu"), target="sm_90"),
+        Check("residual_sm_90", "sm_90, the residual GEMMs at decode and prefill: each element of R loaded once, "
+              "masked by rows < M and columns < N; no exponential; one TMA store a tile", epilogue_facts("residual"),
+              target="sm_90"),
+        Check("plain_sm_90", "sm_90, the QKV GEMM at decode and prefill: one TMA store a tile, nothing else in the "
+              "epilogue", epilogue_facts("plain"), target="sm_90"),
+        Check("resources_sm_90", "sm_90, every GEMM of the block at decode and prefill, with and without PDL: fits "
+              "one SM with no spills, at the course's shared memory", resources, target="sm_90"),
+        Check("pdl_sm_90", "sm_90, with PDL: griddepcontrol.wait (ACQBULK) and one launch_dependents (PREEXIT), "
+              "the wait after W's first TMA copies and before A's, launch_pdl in the compiled kernel; none of them "
+              "without PDL", pdl_sm_90, target="sm_90"),
+    ],
+    correctness=[
+        Check("correct_fused", "fused_linear is correct in every epilogue, with and without PDL, on odd shapes and "
+              "the block's own at 1, 16 and 2048 tokens, within the bound of gluon_course.nvidia.fused (poisoned, "
+              "guarded C; a child process with a time limit)", fused.correct, gpu=True),
+        Check("block_matches", "FusedBlock, with and without PDL, gives lesson 32's block's output at 1, 16 and "
+              "2048 tokens: relative error against fp32 at most twice torch's own, plus 1e-3", fused.block_matches,
+              gpu=True),
+    ],
+    figures=[
+        Figure("decode_block", "block, 16 tokens, of its roofline", fused.block_measure(16), _decode(16),
+               headline=True),
+        Figure("decode_block_1", "block, 1 token, of its roofline", fused.block_measure(1), _decode(1)),
+        Figure("prefill_block", "block, 2048 tokens, over torch", fused.block_measure(2048, of="torch"),
+               Expectation(0.7, 1.5, "torch's block", "torch's block time over the fused block's, both in CUDA "
+                           "graphs replayed in turn (as the decode figures); the faster of with and without PDL; "
+                           f"compute-bound (its GEMMs are 2 · 2048 · 218 M = 893 GFLOP a step); {PROVISIONAL}", unit="× torch",
+                           target=CourseTarget(1.0, why="the course's target: at least torch's block"))),
+    ],
+)
