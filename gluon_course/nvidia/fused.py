@@ -482,3 +482,30 @@ def block_measure(tokens: int, of: str = "roofline"):
                    "pdl_over_no_pdl": round(us["fused"] / us["fused_pdl"], 4)}
         return Measurement(value, text, json.loads(json.dumps(details)))
     return measure
+
+
+def small_chain(module_file: str) -> None:
+    """For compute-sanitizer, in a child process: a small decode chain launched with PDL, each kernel reading the one
+    before it (plain, then the residual on its output, then SwiGLU, then the residual on SwiGLU's output), 17 tokens,
+    widths with tails past the tiles."""
+    import torch
+
+    from ..course import load_module_file
+
+    mod = load_module_file(module_file)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    rand = lambda *shape: torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)  # noqa: E731
+    x = rand(17, 520)
+    h = mod.fused_linear(x, rand(328, 520), pdl=True)
+    h = mod.fused_linear(h, rand(328, 328), "residual", r=h, c=torch.empty_like(h), pdl=True)
+    act = mod.fused_linear(h, mod.interleave_gate_up(rand(200, 328), rand(200, 328)), "swiglu",
+                           c=torch.empty(17, 200, device="cuda", dtype=torch.bfloat16), pdl=True)
+    mod.fused_linear(act, rand(328, 200), "residual", r=h, pdl=True)
+    torch.cuda.synchronize()
+
+
+def sanitizer_clean(mod) -> str | None:
+    """compute-sanitizer memcheck and synccheck on ``small_chain`` (each tool its own child process)."""
+    from ..measure.isolated import sanitizer_check
+
+    return sanitizer_check(f"{__file__}:small_chain", [mod.__file__], tools=("memcheck", "synccheck"))

@@ -129,6 +129,9 @@ TERMS: tuple[Term, ...] = (
     Term("Grouped order", "17", r"(?i)\bgrouped order\b"),
     Term("Epilogue", "19", r"(?i)\bepilogue\b"),
     Term("Cooperative, ping-pong", "19", r"ping-pong"),
+    Term("Epilogue fusion", "35", r"(?i)\bfusion\b|\bfused GEMMs?\b"),
+    Term("Programmatic dependent launch (PDL)", "35", r"\bPDL\b|(?i:programmatic dependent launch)"),
+    Term("Roofline", "32", r"(?i)\broofline\b"),
     # -- the course's own words
     Term("Host model", "18", r"host model"),
     Term("compute-sanitizer", "12", r"compute-sanitizer|racecheck"),

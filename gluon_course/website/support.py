@@ -58,8 +58,12 @@ class Support:
 _calls = calls
 _spans = spans
 # The checks that run a lesson's kernel in the host model: its own (host_model) and its launcher's path into it
-# (launcher_path, launcher_paths: lessons 31 to 33).
+# (launcher_path, launcher_paths: lessons 31 to 33); a check per epilogue (swiglu_model, …: lesson 35).
 HOST_MODEL_KEYS = ("host_model", "launcher_path", "launcher_paths")
+
+
+def runs_host_model(key: str) -> bool:
+    return key in HOST_MODEL_KEYS or key.endswith("_model")
 
 
 def _recorded_classes(number: str) -> dict:
@@ -91,7 +95,7 @@ def lesson_support(root: Path | None = None) -> list[Support]:
                             where.get(page, "Not yet in the website's table of contents"), tuple(spec.targets),
                             gpu_classes(the),
                             len(spec.machine_code), per_target,
-                            any(c.key in HOST_MODEL_KEYS for c in spec.machine_code),
+                            any(runs_host_model(c.key) for c in spec.machine_code),
                             len(spec.correctness), len(spec.figures), _recorded_classes(number)))
     order = {caption: i for i, (caption, _) in enumerate(parts)}
     return sorted(rows, key=lambda r: (order.get(r.part, len(order)), r.number))

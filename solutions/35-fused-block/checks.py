@@ -131,6 +131,8 @@ CHECKS = LessonChecks(
         Check("block_matches", "FusedBlock, with and without PDL, gives lesson 32's block's output at 1, 16 and "
               "2048 tokens: relative error against fp32 at most twice torch's own, plus 1e-3", fused.block_matches,
               gpu=True),
+        Check("sanitizer_clean", "compute-sanitizer memcheck and synccheck report nothing on a small chain of the "
+              "four epilogues launched with PDL, each reading the one before", fused.sanitizer_clean, gpu=True),
     ],
     figures=[
         Figure("decode_block", "block, 16 tokens, of its roofline", fused.block_measure(16), _decode(16),

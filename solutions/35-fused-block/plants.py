@@ -53,6 +53,17 @@ PLANTS = [
           rejected_by="pdl_sm_90"),
     Plant("gdc_launch_dependents left out: the next kernel is launched only when this whole grid has ended",
           "        gdc_launch_dependents()\n", "        pass\n", rejected_by="pdl_sm_90"),
+    Plant("under PDL, the consumers read R before the producer's gdc_wait (an early load, to hide its latency): the "
+          "previous kernel may still be writing R",
+          "    step = 0\n    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):\n"
+          "        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)\n        acc, acc2, step",
+          "    step = 0\n    r_early = gl.load(r_ptr)\n"
+          "    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):\n"
+          "        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)\n        acc, acc2, step",
+          rejected_by="residual_model"),
+    Plant("the launcher hands the kernel K as R's row stride (R's rows are N apart)",
+          "launch(min(tiles, sms), stream, descs, (rr, M, N, K, n_out, rr.stride(0), *ce))",
+          "launch(min(tiles, sms), stream, descs, (rr, M, N, K, n_out, K, *ce))", rejected_by="residual_model"),
     Plant("the launcher compiles the kernel for PDL but launches it without launch_pdl: gdc_wait waits for nothing, "
           "and the next kernel waits for this one to end",
           'options = {"launch_pdl": True} if self.pdl else {}', "options = {}", rejected_by="residual_model"),
