@@ -209,6 +209,21 @@ def _replay_ms(graph, replays: int) -> float:
     return _median(times)
 
 
+def replayed_in_turn(graphs: dict, calls: int, rounds: int = 15) -> dict:
+    """CUDA graphs of ``calls`` calls each, replayed once a round in turn, ``rounds`` rounds: each one's median µs of a
+    call. Interleaved, so that a change of clock or temperature during the run reaches them all alike."""
+    times = {name: [] for name in graphs}
+    for _ in range(rounds):
+        for name, graph in graphs.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end) * 1000 / calls)
+    return {name: _median(t) for name, t in times.items()}
+
+
 def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
     """Milliseconds of GPU time per call of ``fn``, its launches replayed from a CUDA graph: no host between the
     kernels, so this is the kernel's own time (the median of ``replays`` replays of ``calls`` captured calls).

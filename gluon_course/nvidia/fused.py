@@ -438,7 +438,7 @@ def block_times(mod, tokens: int, rounds: int = 15, calls: int = 10, seed: int =
     import torch
 
     from ..measure.linear import Block
-    from ..measure.timing import _captured, copy_ceiling_tbs
+    from ..measure.timing import _captured, copy_ceiling_tbs, replayed_in_turn
 
     torch.manual_seed(seed)
     block = Block().cuda().to(torch.bfloat16).eval()
@@ -446,16 +446,7 @@ def block_times(mod, tokens: int, rounds: int = 15, calls: int = 10, seed: int =
     x = torch.randn(1, tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
         graphs = {name: _captured(lambda m=m: m(x), calls) for name, m in models.items()}
-        times = {name: [] for name in graphs}
-        for _ in range(rounds):
-            for name, g in graphs.items():
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                g.replay()
-                end.record()
-                end.synchronize()
-                times[name].append(start.elapsed_time(end) * 1000 / calls)
-    us = {name: float(np.median(t)) for name, t in times.items()}
+        us = replayed_in_turn(graphs, calls, rounds)
     tbs = copy_ceiling_tbs()
     roofline_us = _block_bytes(block, tokens) / (tbs * 1e12) * 1e6
     return {"tokens": tokens, "us": us, "copy_tbs": round(tbs, 3), "roofline_us": round(roofline_us, 2),

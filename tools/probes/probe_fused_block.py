@@ -23,11 +23,11 @@ import json
 import sys
 import time
 
-import numpy as np
 import torch
 import triton
 
 from gluon_course import load_checks, load_solution
+from gluon_course.measure.timing import replayed_in_turn
 from gluon_course.nvidia import fused
 
 LESSON = load_solution("35")
@@ -50,20 +50,6 @@ def _graph_of(fn, calls: int):
                 fn(i)
     torch.cuda.synchronize()
     return g
-
-
-def _interleaved(graphs: dict, calls: int, rounds: int = 15) -> dict:
-    """Each graph replayed once a round, the graphs in turn, ``rounds`` rounds: the median µs of one call."""
-    times = {name: [] for name in graphs}
-    for _ in range(rounds):
-        for name, g in graphs.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            g.replay()
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end) * 1000 / calls)
-    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def _after(epilogue: str, N: int, r):
@@ -89,7 +75,7 @@ def time_gemm(name: str, N: int, K: int, epilogue: str, M: int, calls: int = 20)
     graphs = {"fused": _graph_of(lambda i: f(a, cats[i % copies], c, r), calls),
               "unfused": _graph_of(lambda i: after(V32.linear(a, ws[i % copies].t(), wide)), calls),
               "torch": _graph_of(lambda i: after(torch.nn.functional.linear(a, ws[i % copies])), calls)}
-    us = _interleaved(graphs, calls)
+    us = replayed_in_turn(graphs, calls)
     moved = w_bytes + M * K * 2 + M * N * 2 * (2 if epilogue == "residual" else 1)
     return {"gemm": name, "M": M, "N": N, "K": K, "epilogue": epilogue,
             "config": LESSON.config_for(M, epilogue, N), "w_copies": copies, "us": us, "bytes": moved,
@@ -177,7 +163,7 @@ def gpu_main(path: str) -> None:
             for key, pdl, unfused in (("no_pdl", False, False), ("pdl", True, False), ("unfused", False, True)):
                 step, out = decode_chain(M, pdl, unfused)
                 graphs[key], outs[key] = _graph_of(step, 10), out
-            us = _interleaved(graphs, 10, rounds=21)
+            us = replayed_in_turn(graphs, 10, rounds=21)
         except Exception as e:                            # e.g. stream capture refusing a PDL launch
             found.setdefault("errors", []).append(f"decode chain M={M}: {type(e).__name__}: {e}")
             print(f"decode chain M={M}: failed: {e}", flush=True)
