@@ -260,7 +260,8 @@ def test_gl_max_takes_each_rows_largest_and_lets_a_number_beat_nan():
     x = np.array([[1, 5, -2, 3], [-inf, -inf, 2, -inf], [-inf] * 4, [nan, 7, nan, -1]], dtype=np.float32)
     xb = Buffer("x", x.reshape(-1), gl.float32)
     y = Buffer("y", np.zeros(4, np.float32), gl.float32, poison=True)
-    run(row_max_kernel, 1, Pointer(xb), Pointer(y), ROWS=4, COLS=4, layout=gl.BlockedLayout([1, 1], [4, 8], [4, 1], [1, 0]))
+    layout = gl.BlockedLayout([1, 1], [4, 8], [4, 1], [1, 0])
+    run(row_max_kernel, 1, Pointer(xb), Pointer(y), ROWS=4, COLS=4, layout=layout)
     assert y.values().tolist() == [5, 2, -inf, 7]
 
 
