@@ -77,3 +77,15 @@ def test_each_plant_is_rejected_by_its_check(probe, tmp_path, plant):
         # A performance mistake: the numbers stay right, so only the compile facts can see it.
         assert "FSEL" in said
         assert probe.load_planted(old, new, tmp_path).host_check(names=("v2",)) is None
+
+
+def test_the_launcher_refuses_what_the_kernels_cannot_take(probe):
+    def refusal(q_shape, k_shape, dtype=torch.bfloat16):
+        q, k = torch.zeros(q_shape, dtype=dtype), torch.zeros(k_shape, dtype=dtype)
+        with pytest.raises(ValueError) as e:
+            probe.require_attention_args(q, k, k, probe.CONFIGS["v2"])
+        return str(e.value)
+    assert "bfloat16" in refusal((1, 1, 8, 64), (1, 1, 8, 64), torch.float16)
+    assert "head dim 96" in refusal((1, 1, 8, 96), (1, 1, 8, 96))
+    assert "at least one query and one key" in refusal((1, 1, 8, 64), (1, 1, 0, 64))
+    assert "no grouped-query heads" in refusal((1, 4, 8, 64), (1, 2, 8, 64))

@@ -395,10 +395,11 @@ def require_attention_args(q, k, v, cfg: dict) -> None:
                          "counts the diagonal blocks on that assumption")
 
 
-def attention(q, k, v, causal: bool = False, name: str = "v2", out=None, sm_scale: float | None = None,
-              config: dict | None = None):
-    """softmax(Q·Kᵀ·sm_scale [causal, top-left as torch's is_causal])·V by kernel ``name`` of CONFIGS (or v0/v2 at
-    ``config``), on the GPU; returns ``out`` (a new tensor by default)."""
+def prepared(q, k, v, causal: bool = False, name: str = "v2", out=None, sm_scale: float | None = None,
+             config: dict | None = None):
+    """A launch of kernel ``name`` of CONFIGS (or v0/v2 at ``config``) on these tensors, its checks made and its
+    descriptors built once: (a function of no argument that launches it, ``out``). The timing loop calls only the
+    launch."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     cfg = config or CONFIGS[name]
@@ -413,8 +414,21 @@ def attention(q, k, v, causal: bool = False, name: str = "v2", out=None, sm_scal
         return TensorDescriptor.from_tensor(t.view(-1, D), block, gl.NVMMASharedLayout.get_default_for(block,
                                                                                                       gl.bfloat16))
     grid = (triton.cdiv(Sq, cfg["BLOCK_M"]), B * H)
-    kernel_of(name)[grid](desc(q, cfg["BLOCK_M"]), desc(k, cfg["BLOCK_N"]), desc(v, cfg["BLOCK_N"]), out, Sq, Sk,
-                          sm_scale * LOG2E, **constexprs(name, cfg, D, causal), num_warps=cfg["num_warps"])
+    args = (desc(q, cfg["BLOCK_M"]), desc(k, cfg["BLOCK_N"]), desc(v, cfg["BLOCK_N"]), out, Sq, Sk, sm_scale * LOG2E)
+    kwargs = {**constexprs(name, cfg, D, causal), "num_warps": cfg["num_warps"]}
+    kernel = kernel_of(name)
+
+    def launch():
+        kernel[grid](*args, **kwargs)
+    return launch, out
+
+
+def attention(q, k, v, causal: bool = False, name: str = "v2", out=None, sm_scale: float | None = None,
+              config: dict | None = None):
+    """softmax(Q·Kᵀ·sm_scale [causal, top-left as torch's is_causal])·V by kernel ``name`` of CONFIGS (or v0/v2 at
+    ``config``), on the GPU; returns ``out`` (a new tensor by default)."""
+    launch, out = prepared(q, k, v, causal, name, out, sm_scale, config)
+    launch()
     return out
 
 
@@ -838,19 +852,28 @@ def sdpa_call(backend: str, q, k, v, causal: bool):
     return call
 
 
-def interleaved_ms(calls: dict, rounds: int = 9, reps: int = 3) -> dict:
-    """Each candidate run ``reps`` times between two events, the candidates in turn, ``rounds`` rounds: the median
-    ms of one call each."""
+def interleaved_ms(calls: dict, rounds: int = 9, window_ms: float = 20.0) -> dict:
+    """Each candidate run back to back between two events, as many times as fill about ``window_ms`` (3 to 50: the
+    host's time to launch a call hides behind the calls queued before it), the candidates in turn, ``rounds`` rounds:
+    the median ms of one call each."""
+    reps = {}
+    for name, fn in calls.items():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        reps[name] = min(50, max(3, math.ceil(window_ms / max(start.elapsed_time(end), 1e-3))))
     times = {name: [] for name in calls}
     for _ in range(rounds):
         for name, fn in calls.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            for _ in range(reps):
+            for _ in range(reps[name]):
                 fn()
             end.record()
             end.synchronize()
-            times[name].append(start.elapsed_time(end) / reps)
+            times[name].append(start.elapsed_time(end) / reps[name])
     return {name: float(np.median(t)) for name, t in times.items()}
 
 
@@ -863,7 +886,7 @@ def time_shape(S: int, head_dim: int, causal: bool) -> dict:
     out = torch.empty_like(q)
     calls, refused = {}, {}
     for name in CONFIGS:
-        calls[name] = (lambda name=name: attention(q, k, v, causal, name, out=out))
+        calls[name] = prepared(q, k, v, causal, name, out=out)[0]
     for backend in SDPA_BACKENDS:
         fn = sdpa_call(backend, q, k, v, causal)
         try:
