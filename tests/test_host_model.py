@@ -242,3 +242,58 @@ def test_tile_orders_are_evaluated_over_the_whole_grid():
     assert visits_each_once(row_major, 7, 5) is None
     problem = visits_each_once(wrong_order, 7, 5)
     assert "7 visited more than once" in problem and "7 never visited" in problem
+
+
+# -- what attention needs: a row maximum, and wgmma with A in registers ------------------------------------------
+
+@gluon.jit
+def row_max_kernel(x_ptr, y_ptr, ROWS: gl.constexpr, COLS: gl.constexpr, layout: gl.constexpr):
+    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, COLS, layout=gl.SliceLayout(0, layout))
+    x = gl.load(x_ptr + rows[:, None] * COLS + cols[None, :])
+    gl.store(y_ptr + rows, gl.max(x, axis=1))
+
+
+def test_gl_max_takes_each_rows_largest_and_lets_a_number_beat_nan():
+    """gl.max reduces with Triton's maximum (maxnumf): −inf is an ordinary value, a NaN loses to any number."""
+    inf, nan = float("inf"), float("nan")
+    x = np.array([[1, 5, -2, 3], [-inf, -inf, 2, -inf], [-inf] * 4, [nan, 7, nan, -1]], dtype=np.float32)
+    xb = Buffer("x", x.reshape(-1), gl.float32)
+    y = Buffer("y", np.zeros(4, np.float32), gl.float32, poison=True)
+    layout = gl.BlockedLayout([1, 1], [4, 8], [4, 1], [1, 0])
+    run(row_max_kernel, 1, Pointer(xb), Pointer(y), ROWS=4, COLS=4, layout=layout)
+    assert y.values().tolist() == [5, 2, -inf, 7]
+
+
+@gluon.jit
+def register_a_kernel(p_ptr, b_desc, c_ptr, acc_layout: gl.constexpr):
+    """C = P·B with P loaded into registers and handed to wgmma as its A operand (a DotOperandLayout of the
+    accumulator's layout, as attention's P·V), B copied by TMA into shared memory."""
+    BK: gl.constexpr = b_desc.block_shape[0]
+    BN: gl.constexpr = b_desc.block_shape[1]
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [BK, BN], b_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, b_desc.block_type.nbytes)
+    tma.async_load(b_desc, [0, 0], bar, b_smem)
+    rows = gl.arange(0, 64, layout=gl.SliceLayout(1, acc_layout))
+    ks = gl.arange(0, BK, layout=gl.SliceLayout(0, acc_layout))
+    p = gl.load(p_ptr + rows[:, None] * BK + ks[None, :]).to(gl.bfloat16)
+    p = gl.convert_layout(p, gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2))
+    mbarrier.wait(bar, 0)
+    acc = warpgroup_mma(p, b_smem, gl.zeros([64, BN], gl.float32, acc_layout))
+    mbarrier.invalidate(bar)
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+    gl.store(c_ptr + rows[:, None] * BN + cols[None, :], acc)
+
+
+def test_wgmma_takes_a_from_registers():
+    rng = np.random.default_rng(0)
+    p = rng.integers(-3, 4, size=(64, 32)).astype(np.float32)
+    b = rng.integers(-3, 4, size=(32, 16)).astype(np.float32)
+    b_buf = Buffer("B", b, gl.bfloat16)
+    c = Buffer("C", np.zeros((64, 16), np.float32), gl.float32, poison=True)
+    desc = HostTensorDescriptor(b_buf, [32, 16], gl.NVMMASharedLayout.get_default_for([32, 16], gl.bfloat16))
+    layout = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 16])
+    run(register_a_kernel, 1, Pointer(Buffer("P", p.reshape(-1), gl.float32)), desc, Pointer(c), acc_layout=layout)
+    assert (c.values().reshape(64, 16) == p @ b).all() and (c.writes == 1).all()

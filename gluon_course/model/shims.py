@@ -656,6 +656,23 @@ def _sum(x, axis=None, keep_dims=False, **kwargs):
                      .astype(np.float32))
 
 
+def _max(x, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """gl.max (triton.language.standard.max): the largest element along ``axis``. For floats Triton combines with
+    ``maximum`` (arith.maxnumf): a NaN loses to any number, so NaN comes out only where every element is NaN, as
+    numpy's fmax gives; −inf is an ordinary value (the maximum of a row all −inf is −inf). Integers as they are."""
+    if return_indices:
+        raise ModelUnsupported("gl.max(..., return_indices=True)")
+    v = np.asarray(value_of(x))
+    if v.dtype.kind == "f":
+        v = v.astype(np.float32)
+        out = np.fmax.reduce(v, axis=axis, keepdims=keep_dims) if axis is not None else np.fmax.reduce(v.ravel())
+    else:
+        out = np.max(v, axis=axis, keepdims=keep_dims)
+    if axis is None and keep_dims:
+        out = np.reshape(out, [1] * v.ndim)
+    return as_tensor(out)
+
+
 def _exp(x):
     """gl.exp in fp32 (the GPU's ex2.approx of x·log2(e) is within 2 ulp of it)."""
     return as_tensor(np.exp(np.asarray(value_of(x), dtype=np.float32)))
@@ -747,7 +764,7 @@ GL = {
     "multiple_of": _identity, "max_contiguous": _identity,
     "max_constancy": _identity, "assume": _nothing, "static_assert": _static_assert, "cast": _cast, "reshape": _reshape,
     "permute": _permute, "split": _split, "atomic_add": atomic_add, "atomic_xchg": atomic_xchg,
-    "exp": _exp, "exp2": _exp2,
+    "exp": _exp, "exp2": _exp2, "max": _max,
 }
 
 
