@@ -129,3 +129,33 @@ def ratio_chart(figures: dict, title: str, provenance: str, ceiling: str = "cuBL
     ax.set_title(f"{title}\n{provenance}", fontsize=9)
     fig.tight_layout()
     plt.show()
+
+
+def time_split_chart(rows: dict, floor: float, floor_label: str, title: str, provenance: str, unit: str = "µs"):
+    """Horizontal bars, one a row (``{label: {part: value, ...}}``, the parts stacked in order), with a floor drawn
+    across them as a dashed line (a roofline): where a step's time goes, beside the least it could take."""
+    import matplotlib.pyplot as plt
+
+    labels = list(rows)
+    parts = list(dict.fromkeys(part for row in rows.values() for part in row))
+    colours = ["#4C78A8", "#9DB7D5", "#F58518", "#72B7B2"]
+    fig, ax = plt.subplots(figsize=(8, 0.8 * len(labels) + 2.0))
+    left = [0.0] * len(labels)
+    for i, part in enumerate(parts):
+        values = [rows[label].get(part, 0.0) for label in labels]
+        ax.barh(labels, values, left=left, color=colours[i % len(colours)], label=part)
+        for y, (x0, v) in enumerate(zip(left, values)):
+            if v:
+                ax.text(x0 + v / 2, y, f"{v:.0f}", ha="center", va="center", fontsize=8, color="white")
+        left = [a + b for a, b in zip(left, values)]
+    for y, total in enumerate(left):
+        ax.text(total + 1, y, f"{total:.0f} {unit}", va="center", fontsize=8)
+    ax.axvline(floor, color="#E45756", linestyle="--", linewidth=1.5)
+    ax.set_xlim(0, max(left + [floor]) * 1.18)
+    ax.set_ylim(len(labels) - 0.5, -1.0)          # the first row on top, and room above it for the floor's label
+    ax.text(floor, -0.75, f" {floor_label}: {floor:.0f} {unit}", color="#E45756", fontsize=8, va="center")
+    ax.set_xlabel(unit)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=len(parts), fontsize=8, frameon=False)
+    ax.set_title(f"{title}\n{provenance}", fontsize=9)
+    fig.tight_layout()
+    plt.show()

@@ -297,3 +297,23 @@ def test_wgmma_takes_a_from_registers():
     layout = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 16])
     run(register_a_kernel, 1, Pointer(Buffer("P", p.reshape(-1), gl.float32)), desc, Pointer(c), acc_layout=layout)
     assert (c.values().reshape(64, 16) == p @ b).all() and (c.writes == 1).all()
+
+
+@gluon.jit
+def _elementwise_math_kernel(x_ptr, y_ptr, N: gl.constexpr):
+    offs = gl.arange(0, N, layout=gl.BlockedLayout([1], [32], [1], [0]))
+    x = gl.load(x_ptr + offs)
+    a = gl.abs(x)
+    gl.store(y_ptr + offs, gl.fma(a, gl.sqrt(a), gl.log2(a + 1.0)) + gl.rsqrt(a + 1.0) + gl.log(a + 1.0)
+             + gl.exp(-a) + gl.exp2(-a))
+
+
+def test_elementwise_math_as_numpy_in_fp32():
+    """gl.abs, sqrt, rsqrt, log, log2, exp, exp2 and fma in the model: numpy's, in fp32 (a learner's epilogue may
+    use any of them: lesson 35's SiLU, lesson 36's softmax)."""
+    x = np.linspace(-3, 3, 32).astype(np.float32)
+    xb, yb = Buffer("X", x, gl.float32), Buffer("Y", np.zeros(32, np.float32), gl.float32)
+    run(_elementwise_math_kernel, 1, Pointer(xb), Pointer(yb), N=32, num_warps=1)
+    a = np.abs(x).astype(np.float64)
+    want = a * np.sqrt(a) + np.log2(a + 1) + 1 / np.sqrt(a + 1) + np.log(a + 1) + np.exp(-a) + np.exp2(-a)
+    assert np.allclose(yb.values(), want, rtol=1e-6, atol=1e-6)

@@ -88,8 +88,11 @@ def _frontend_location(error, source) -> str:
     try:
         import inspect
 
-        first = inspect.getsourcelines(fn)[1]
-        return f"{inspect.getsourcefile(fn)}:{first + line - 1}"
+        lines, first = inspect.getsourcelines(fn)
+        # Triton parses the function from its ``def`` line (its decorators cut off), so the error's line 1 is the
+        # ``def``, not the ``@gluon.jit`` above it that getsourcelines starts from.
+        at_def = next((i for i, text in enumerate(lines) if text.lstrip().startswith(("def ", "async def "))), 0)
+        return f"{inspect.getsourcefile(fn)}:{first + at_def + line - 1}"
     except (TypeError, OSError):
         return ""
 

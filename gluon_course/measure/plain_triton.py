@@ -189,3 +189,81 @@ def chosen_linear_config(M: int, N: int, K: int) -> str:
             return (f"{kw['BLOCK_M']}×{kw['BLOCK_N']}×{kw['BLOCK_K']}, split {kw['SPLIT_K']}, {config.num_stages} "
                     f"stages, {config.num_warps} warps")
     return "not tuned yet"
+
+
+# -- Attention (lesson 36's bar) -------------------------------------------------------------------------------------
+# The same forward attention as lesson 36's kernels in plain Triton: one program per block of queries and head, the
+# key loop with tl.dot for S and for P·V, the online softmax in fp32 with exp2, causal masks on the diagonal blocks
+# only, autotuned over the configurations below: (BLOCK_M, BLOCK_N, num_stages, num_warps).
+ATTENTION_CONFIGS = ((128, 64, 3, 4), (128, 128, 2, 8), (128, 64, 4, 8), (64, 64, 3, 4))
+
+
+def _attention_configs():
+    return [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_stages=s, num_warps=w)
+            for m, n, s, w in ATTENTION_CONFIGS]
+
+
+@triton.jit
+def _attention_blocks(q, acc, m_i, l_i, k_ptrs, v_ptrs, stride_kn, stride_vn, start_m, Sk, qk_scale, first, last,
+                      offs_m, offs_n, MASKED: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr):
+    for start_n in range(first, last, BLOCK_N):
+        cols = start_n + offs_n
+        k = tl.load(k_ptrs + start_n * stride_kn, mask=(cols < Sk)[None, :], other=0.0)
+        s = tl.dot(q, k) * qk_scale
+        if MASKED:
+            valid = cols[None, :] < Sk
+            if CAUSAL:
+                valid = valid & (cols[None, :] <= offs_m[:, None])
+            s = tl.where(valid, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptrs + start_n * stride_vn, mask=(cols < Sk)[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    return acc, m_i, l_i
+
+
+@triton.autotune(configs=_attention_configs(), key=["Sq", "Sk", "HEAD_DIM", "CAUSAL"])
+@triton.jit
+def tl_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, Sq, Sk, qk_scale, stride_qh, stride_qm, stride_kh, stride_kn,
+                        stride_vh, stride_vn, stride_oh, stride_om, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    start_m = tl.program_id(0) * BLOCK_M
+    bh = tl.program_id(1)
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + bh * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :], mask=(offs_m < Sq)[:, None],
+                other=0.0)
+    k_ptrs = k_ptr + bh * stride_kh + offs_n[None, :] * stride_kn + offs_d[:, None]       # Kᵀ's tile: D × BLOCK_N
+    v_ptrs = v_ptr + bh * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :]
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    if CAUSAL:
+        full = tl.minimum(start_m // BLOCK_N * BLOCK_N, Sk // BLOCK_N * BLOCK_N)
+        end = tl.minimum(start_m + BLOCK_M, Sk)
+    else:
+        full = Sk // BLOCK_N * BLOCK_N
+        end = Sk
+    acc, m_i, l_i = _attention_blocks(q, acc, m_i, l_i, k_ptrs, v_ptrs, stride_kn, stride_vn, start_m, Sk, qk_scale,
+                                      0, full, offs_m, offs_n, False, CAUSAL, BLOCK_N)
+    acc, m_i, l_i = _attention_blocks(q, acc, m_i, l_i, k_ptrs, v_ptrs, stride_kn, stride_vn, start_m, Sk, qk_scale,
+                                      full, end, offs_m, offs_n, True, CAUSAL, BLOCK_N)
+    acc = acc / l_i[:, None]
+    tl.store(o_ptr + bh * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :], acc.to(o_ptr.dtype.element_ty),
+             mask=(offs_m < Sq)[:, None])
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, out=None) -> torch.Tensor:
+    """softmax(Q·Kᵀ/√D)·V (causal as PyTorch's is_causal) for contiguous (batch, heads, S, D) bf16 tensors."""
+    B, H, Sq, D = q.shape
+    Sk = k.shape[2]
+    out = torch.empty_like(q) if out is None else out
+    qk_scale = 1.4426950408889634 / D ** 0.5
+    grid = lambda meta: (triton.cdiv(Sq, meta["BLOCK_M"]), B * H)  # noqa: E731
+    tl_attention_kernel[grid](q, k, v, out, Sq, Sk, qk_scale, Sq * D, D, Sk * D, D, Sk * D, D, Sq * D, D,
+                              HEAD_DIM=D, CAUSAL=causal)
+    return out

@@ -682,6 +682,24 @@ def _exp2(x):
     return as_tensor(np.exp2(np.asarray(value_of(x), dtype=np.float32)))
 
 
+def _elementwise(fn):
+    """An elementwise fp32 operation of gl (gl.abs, gl.log, gl.sqrt, …) as numpy's, on the value's fp32 array; an
+    integer stays an integer where numpy keeps it one (abs)."""
+    def op(x, *args, **kwargs):
+        value = np.asarray(value_of(x))
+        return as_tensor(fn(value if value.dtype.kind in "iu" and fn is np.abs else value.astype(np.float32)))
+    return op
+
+
+def _rsqrt(x):
+    return as_tensor(np.float32(1) / np.sqrt(np.asarray(value_of(x), dtype=np.float32)))
+
+
+def _fma(a, b, c):
+    return as_tensor(np.asarray(value_of(a), np.float32) * np.asarray(value_of(b), np.float32)
+                     + np.asarray(value_of(c), np.float32))
+
+
 def grid_dependency_wait(*args, **kwargs):
     """triton.language.extra.cuda.gdc_wait (PTX griddepcontrol.wait). The model runs one kernel at a time, so there
     is nothing to wait for; the program's trace records where it stood, for the checks that ask what was read or
@@ -764,7 +782,8 @@ GL = {
     "multiple_of": _identity, "max_contiguous": _identity,
     "max_constancy": _identity, "assume": _nothing, "static_assert": _static_assert, "cast": _cast, "reshape": _reshape,
     "permute": _permute, "split": _split, "atomic_add": atomic_add, "atomic_xchg": atomic_xchg,
-    "exp": _exp, "exp2": _exp2, "max": _max,
+    "exp": _exp, "exp2": _exp2, "abs": _elementwise(np.abs), "log": _elementwise(np.log),
+    "log2": _elementwise(np.log2), "sqrt": _elementwise(np.sqrt), "rsqrt": _rsqrt, "fma": _fma, "max": _max,
 }
 
 

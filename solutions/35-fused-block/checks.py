@@ -47,10 +47,13 @@ def epilogue_facts(epilogue: str):
             if problem:
                 return problem
             if ep == "residual":
+                # add_residual's M and N are the kernel's M and N_OUT (C's columns), the names the listing knows.
                 bounds = [m["bounds"] for m in k.masks() if m["op"] == "load"]
-                if not bounds or any(not {"M", "N_OUT"} <= set(b) for b in bounds):
-                    return (f"{where}: R's loads are bounded by {bounds or 'nothing'}: each needs rows < M and "
-                            "columns < N (the tile's rows and columns past C's edges are not R's)")
+                missing = sorted({({"M": "rows < M", "N_OUT": "columns < N"})[name] for b in bounds or [{}]
+                                  for name in ("M", "N_OUT") if name not in b})
+                if missing:
+                    return (f"{where}: R's loads are not bounded by {' and '.join(missing)}: the tile's rows and "
+                            "columns past C's edges are not R's; mask the load with both bounds")
         return None
     return check
 
@@ -89,7 +92,7 @@ DECODE_WHY = ("the step's roofline (every weight of the block read once, and x i
               "10 steps and replayed in turn with torch's block, 15 rounds, medians; the faster of with and without "
               "PDL, both in the details. Lesson 32's recording (H200, 2026-12-03, 32/block_decode_graph) timed the same block "
               "at 16 tokens in a graph at 170 µs with torch's projections and 156 µs with lesson 32's, where its 436 MB "
-              "of weights take about 102 µs at the copy's 4.2–4.3 TB/s")
+              "of weights take about 103 µs at the copy's 4.2–4.3 TB/s")
 
 
 def _decode(tokens: int):

@@ -1,0 +1,557 @@
+"""Lesson 36's checks and figures: attention (the online softmax between two wgmma products) on Hopper.
+
+Without a GPU:
+
+- the host model (``model_problem``, ``launcher_problem``): the lesson's kernels, and its launcher on CPU tensors with
+  the GPU stood in for (``model.launcher.ModelGPU``), on small odd shapes (one query and one key, tails past every
+  block, Sq ≠ Sk both ways), causal and not, and once with scores past fp32's exp2 range, against softmax(Q·Kᵀ)·V in
+  fp64 within the bound ``reference`` derives, every element of O written once into a poisoned buffer;
+- the compiled code (``kernel_facts``, ``facts_problem``): sm_90 SASS read loop by loop (the unmasked key blocks, then
+  the masked ones): which HGMMA reads its A operand from registers, the exponentials, the shared-memory traffic and
+  lane shuffles a layout conversion would add, the mask's selects.
+
+On a GPU: ``correct`` (odd shapes, both head dims, causal and not, O poisoned and guarded, in a child process) and
+``sdpa_measure`` (TFLOPS against PyTorch's SDPA backends, the kernels' launches interleaved with theirs).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import torch
+from triton.experimental.gluon import language as gl
+
+LOG2E = 1.4426950408889634
+CHILD_LIMIT_S = 300
+
+
+# The model's tiles: 64 queries, keys in blocks of 32, head dim 64 (the launcher's smaller one); v2 with 2 slots, so
+# that 100 keys (4 blocks) refill every slot. Shapes (batch, heads, Sq, Sk): one query and one key, 17 and 100 (tails
+# past every block), Sq ≠ Sk both ways.
+MODEL_CFGS = {"v0": {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4},
+              "v2": {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 40}}
+MODEL_HEAD_DIM = 64
+MODEL_SHAPES = ((1, 2, 1, 1), (1, 2, 17, 17), (2, 1, 100, 100), (1, 2, 17, 100), (1, 2, 100, 17))
+# Large scores: Q and K with entries of standard deviation 6 put the row maxima of Q·Kᵀ·sm_scale·log2(e) between 84
+# and 207 at LARGE_SHAPE: 2^x overflows fp32 (past 2^128) in about half the rows unless the maximum is subtracted.
+LARGE_SHAPE, LARGE_SCALE = (1, 2, 100, 100), 6.0
+
+
+def bf16(x: np.ndarray) -> np.ndarray:
+    """x rounded to bfloat16 (to nearest even), as float32."""
+    return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(torch.bfloat16).float().numpy()
+
+
+def inputs(B: int, H: int, Sq: int, Sk: int, D: int, scale: float = 1.0, seed: int = 0):
+    """Q, K, V (B, H, S, D), normal entries times ``scale`` rounded to bf16 (V unscaled)."""
+    rng = np.random.default_rng(seed)
+    q = bf16(rng.standard_normal((B, H, Sq, D)) * scale)
+    k = bf16(rng.standard_normal((B, H, Sk, D)) * scale)
+    v = bf16(rng.standard_normal((B, H, Sk, D)))
+    return q, k, v
+
+
+def reference(q, k, v, causal: bool, sm_scale: float):
+    """softmax(Q·Kᵀ·sm_scale)·V in fp64 (torch's is_causal: query i sees keys j ≤ i), and the per-element bound of
+    a correct kernel's error (``bound``):
+
+    - P is rounded to bf16 before P·V (half an ulp, 2^-8 relative, each p), while l sums P unrounded: at most
+      2^-8·Σ p|v| / l = 2^-8·(softmax·|V|);
+    - the fp32 scores carry D products' roundings, 2·D·2^-24·(|Q|·|K|ᵀ)·sm_scale in the exponent, which errs p and l
+      by that much relatively: twice it, times softmax·|V|, with the row's largest |q|·|k|;
+    - O's fp32 sums over Sk keys (and a rescale per block): Sk·2^-23 of softmax·|V|;
+    - O rounded to bf16 once: 2^-8·|o|."""
+    q64, k64, v64 = (np.asarray(x, np.float64) for x in (q, k, v))
+    s = np.einsum("bhqd,bhkd->bhqk", q64, k64) * sm_scale
+    Sq, Sk = s.shape[-2:]
+    if causal:
+        s = np.where(np.tril(np.ones((Sq, Sk), bool)), s, -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    out = np.einsum("bhqk,bhkd->bhqd", w, v64)
+    spread = np.einsum("bhqk,bhkd->bhqd", w, np.abs(v64))
+    score_err = 2 * q.shape[-1] * 2.0 ** -24 * sm_scale * np.einsum("bhqd,bhkd->bhqk", np.abs(q64),
+                                                                    np.abs(k64)).max(-1, keepdims=True)
+    bound = (2.0 ** -8 + 2 * score_err + Sk * 2.0 ** -23) * spread + 2.0 ** -8 * np.abs(out) + 1e-6
+    return out, bound
+
+
+
+def not_modelled(e):
+    """What a host-model check says when the kernel uses an operation the model does not know: not a failure, a
+    check that could not be made here (the GPU checks still judge the kernel)."""
+    from ..grading.checks import NotChecked
+
+    return NotChecked(f"the host model does not model {e}, so it could not run this kernel; the GPU checks "
+                      "(correctness, compute-sanitizer) still judge it there")
+
+
+def compare(got, want, bound, writes=None) -> str | None:
+    """None, or which elements of O are never written, written twice, not finite, or outside the bound (the first
+    named, (batch, head, query, column))."""
+    checks = []
+    if writes is not None:
+        checks += [("never written (still NaN)", writes == 0), ("written more than once", writes > 1)]
+    checks += [("not finite (inf or NaN) where the reference is finite", ~np.isfinite(got) & np.isfinite(want)),
+               ("outside the bound", np.abs(got - want) > bound)]
+    for problem, mask in checks:
+        if mask.any():
+            where = tuple(int(i) for i in np.argwhere(mask)[0])
+            detail = f": got {got[where]:g}, expected {want[where]:g}" if "bound" in problem or "finite" in problem \
+                else ""
+            return f"{int(mask.sum())} element(s) of O {problem}; the first is O{list(where)}{detail}"
+    return None
+
+
+def model_launch(mod, version: str, q, k, v, causal: bool, cfg=None, sm_scale=None):
+    """The lesson's kernel ``version`` (v0 or v2) in the host model on numpy Q, K, V (B, H, S, D; values exact in bf16): O (the fp32 values of
+    its bf16), how often each element was written, and the programs' traces."""
+    from ..model import Buffer, HostTensorDescriptor, Pointer
+    from ..model.run import run as run_kernel
+
+    cfg = cfg or MODEL_CFGS[version]
+    B, H, Sq, D = q.shape
+    Sk = k.shape[2]
+    sm_scale = 1 / math.sqrt(D) if sm_scale is None else sm_scale
+    bufs = [Buffer(n, x.reshape(-1, D).astype(np.float32), gl.bfloat16) for n, x in (("Q", q), ("K", k), ("V", v))]
+    o_buf = Buffer("O", np.zeros((B * H * Sq, D), np.float32), gl.bfloat16, poison=True)
+    descs = [HostTensorDescriptor(buf, [rows, D], gl.NVMMASharedLayout.get_default_for([rows, D], gl.bfloat16))
+             for buf, rows in zip(bufs, (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_N"]))]
+    grid = (-(-Sq // cfg["BLOCK_M"]), B * H)
+    # The kernel's own −inf arithmetic (2^-inf = 0; the plants' inf − inf) is the GPU's too: numpy is not to warn.
+    with np.errstate(over="ignore", invalid="ignore"):
+        runs = run_kernel(mod.KERNELS[version], grid, *descs, Pointer(o_buf), Sq, Sk, sm_scale * LOG2E,
+                          num_warps=cfg["num_warps"], **mod.constexprs(version, cfg, D, causal))
+    shape = (B, H, Sq, D)
+    return o_buf.values().reshape(shape), o_buf.writes.reshape(shape), runs
+
+
+def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0) -> str | None:
+    """Kernel ``version`` at one shape (B, H, Sq, Sk) in the host model against the fp64 reference: None or a
+    sentence."""
+    from ..model import ModelError, ModelUnsupported
+
+    B, H, Sq, Sk = shape
+    q, k, v = inputs(B, H, Sq, Sk, MODEL_HEAD_DIM, scale)
+    where = (f"{version}{' causal' if causal else ''}, batch {B} × {H} heads, Sq {Sq}, Sk {Sk}"
+             + (f", scores scaled ×{scale ** 2:g}" if scale != 1 else ""))
+    try:
+        got, writes, _ = model_launch(mod, version, q, k, v, causal)
+    except ModelUnsupported as e:
+        return not_modelled(e)
+    except ModelError as e:
+        return f"in the host model, {where}: {e}"
+    want, bound = reference(q, k, v, causal, 1 / math.sqrt(MODEL_HEAD_DIM))
+    problem = compare(got, want, bound, writes)
+    return f"in the host model, {where}: {problem}" if problem else None
+
+
+def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4) -> str | None:
+    """The lesson's launcher (``attention``: its checks, descriptors, grid and argument order) on CPU torch tensors,
+    the GPU stood in for by the host model (gluon_course.model.launcher.ModelGPU), at the model's configuration: O
+    against the fp64 reference, each element written once. None or one sentence."""
+    from ..model import ModelError, ModelUnsupported
+    from ..model.launcher import ModelGPU
+
+    B, H, Sq, Sk = shape
+    q, k, v = inputs(B, H, Sq, Sk, MODEL_HEAD_DIM, seed=1)
+    tq, tk, tv = (torch.from_numpy(x).to(torch.bfloat16) for x in (q, k, v))
+    out = torch.full((B, H, Sq, MODEL_HEAD_DIM), float("nan"), dtype=torch.bfloat16)
+    where = f"the launcher, {version}{' causal' if causal else ''}, batch {B} × {H} heads, Sq {Sq}, Sk {Sk}"
+    with np.errstate(over="ignore", invalid="ignore"), ModelGPU(sms) as gpu:
+        for t, label in ((tq, "Q"), (tk, "K"), (tv, "V"), (out, "O")):
+            gpu.add(t, label)
+        try:
+            mod.attention(tq, tk, tv, causal, version, out=out, config=MODEL_CFGS[version])
+        except ModelUnsupported as e:
+            return not_modelled(e)
+        except ModelError as e:
+            return f"in the host model, {where}: {e}"
+        writes = gpu.writes(out)
+    want, bound = reference(q, k, v, causal, 1 / math.sqrt(MODEL_HEAD_DIM))
+    problem = compare(out.float().numpy(), want, bound, writes)
+    return f"in the host model, {where}: {problem}" if problem else None
+
+
+def host_model_check(versions=("v0", "v2"), shapes=None):
+    """A check: each kernel at each shape, causal and not, then with large scores; then through the launcher."""
+    def check(mod):
+        for version in versions:
+            for shape in shapes or MODEL_SHAPES:
+                for causal in (False, True):
+                    problem = model_problem(mod, version, shape, causal)
+                    if problem:
+                        return problem
+            problem = model_problem(mod, version, LARGE_SHAPE, False, LARGE_SCALE)
+            if problem:
+                return problem
+        for version in versions:
+            problem = launcher_problem(mod, version, (shapes or MODEL_SHAPES)[-1], True)
+            if problem:
+                return problem
+        return None
+    return check
+
+
+def facts_check(parts, versions=("v0", "v2"), head_dims=(64, 128)):
+    """A check: facts_problem's ``parts`` on every kernel, head dim, causal and not, at the lesson's CONFIGS."""
+    def check(mod):
+        for version in versions:
+            for hd in head_dims:
+                for causal in (False, True):
+                    problem = facts_problem(kernel_facts(mod, version, hd, causal), mod.CONFIGS[version], parts)
+                    if problem:
+                        return problem
+        return None
+    return check
+
+
+# -- the compiler ---------------------------------------------------------------------------------------------------
+
+def compiled(mod, version: str, head_dim: int, causal: bool, cfg: dict | None = None):
+    """The lesson's kernel ``version`` compiled for sm_90 as its launcher launches it (CONFIGS, or ``cfg``)."""
+    from ..machine import compile_cached, tensor_descriptor_type
+
+    cfg = cfg or mod.CONFIGS[version]
+    BM, BN = cfg["BLOCK_M"], cfg["BLOCK_N"]
+
+    def desc(block):
+        return tensor_descriptor_type("bf16", block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+
+    signature = {"q_desc": desc([BM, head_dim]), "k_desc": desc([BN, head_dim]), "v_desc": desc([BN, head_dim]),
+                 "o_ptr": "*bf16", "Sq": "i32", "Sk": "i32", "qk_scale": "fp32"}
+    return compile_cached(mod.KERNELS[version], "sm_90", signature=signature,
+                          constexprs=mod.constexprs(version, cfg, head_dim, causal), aligned=("o_ptr",),
+                          num_warps=cfg["num_warps"])
+
+
+_HGMMA_OPERANDS = re.compile(r"HGMMA\.\S+\s+R\d+,\s*(R\d+|gdesc)")
+
+
+def key_loops(k) -> list[tuple[int, int]]:
+    """The key loops of a compiled attention kernel: the loop bodies that hold an HGMMA and are closed by a
+    conditional backward branch. (An mbarrier wait's slow path sits after the kernel's end and jumps back into the
+    loop unconditionally: the spans it makes are not loops of the kernel.)"""
+    spans = []
+    for ins in k.instructions():
+        m = re.search(r"\bBRA\s+0x([0-9a-f]+)", ins.text)
+        if m and ins.text.startswith("@"):
+            target = int(m.group(1), 16)
+            if target <= ins.address and any(target <= i.address <= ins.address and i.opcode.startswith("HGMMA")
+                                             for i in k.instructions()):
+                spans.append((target, ins.address))
+    return sorted(spans)
+
+
+def loop_facts(k, first: int, last: int, cfg: dict, head_dim: int) -> dict:
+    """What one key loop does per key block: its HGMMAs by the width of their product (S's BLOCK_N, O's head dim)
+    and where their A operand comes from (``smem``: a shared-memory descriptor; ``regs``: registers), MUFU.EX2 per
+    score a thread holds, the masking selects (FSEL), shared-memory stores and loads (a layout conversion through
+    shared memory would show as both), lane shuffles, CTA barriers."""
+    body = [i for i in k.instructions() if first <= i.address <= last]
+    ops = k.opcodes_between(first, last)
+    hgmma = {}
+    for i in body:
+        if i.opcode.startswith("HGMMA"):
+            m = _HGMMA_OPERANDS.match(i.text)
+            source = "regs" if m and m.group(1).startswith("R") else "smem"
+            key = f"{i.opcode} A:{source}"
+            hgmma[key] = hgmma.get(key, 0) + 1
+    threads = 32 * cfg["num_warps"]
+    scores = cfg["BLOCK_M"] * cfg["BLOCK_N"] // threads
+    rows = cfg["BLOCK_M"] // (16 * cfg["num_warps"]) * 2       # wgmma's layout: 2 rows a thread per 16-row strip
+    count = lambda *prefixes: sum(n for op, n in ops.items() if op.startswith(prefixes))  # noqa: E731
+    return {"hgmma": hgmma, "ex2": count("MUFU.EX2"), "scores_per_thread": scores, "rows_per_thread": rows,
+            "fsel": count("FSEL"), "shared_stores": count("STS"), "shared_loads": count("LDS"),
+            "shuffles": count("SHFL"), "cta_barriers": count("BAR.SYNC")}
+
+
+def kernel_facts(mod, version: str, head_dim: int, causal: bool, cfg: dict | None = None) -> dict:
+    """The facts of one compile: resources, and loop_facts of each key loop."""
+    cfg = cfg or mod.CONFIGS[version]
+    k = compiled(mod, version, head_dim, causal, cfg)
+    loops = key_loops(k)
+    return {"name": version, "head_dim": head_dim, "causal": causal, "registers": k.registers, "spills": k.spills,
+            "shared_bytes": k.shared_bytes, "loops": [loop_facts(k, a, b, cfg, head_dim) for a, b in loops],
+            "compiled": k}
+
+
+def facts_problem(f: dict, cfg: dict, parts=("mma", "ex2", "registers", "masks")) -> str | None:
+    """What a lesson would assert of one compile, None when all hold: two key loops (unmasked, then masked); in
+    each, S's HGMMAs read A (Q) from shared memory and O's read A (P) from registers; one MUFU.EX2 per score plus one
+    per row (alpha); no shared-memory store or load (P and alpha change layout in registers); no FSEL in the
+    unmasked loop, and some in the masked one; lane shuffles only for the row max and row sum."""
+    from ..grading.gemm_kernel import fits
+
+    where = f"{f['name']} at head dim {f['head_dim']}{', causal' if f['causal'] else ''}"
+    problem = fits(f["compiled"], cfg["num_warps"], cfg)
+    if problem:
+        return f"{where}: {problem}"
+    loops = f["loops"]
+    if len(loops) != 2:
+        return f"{where}: {len(loops)} loops hold an HGMMA where v0 and v2 have two (the unmasked key blocks, then " \
+               "the masked ones)"
+    BN, HD = cfg["BLOCK_N"], f["head_dim"]
+    # Per warpgroup and key block: S = Q·Kᵀ is HEAD_DIM/16 HGMMAs BLOCK_N wide reading Q from shared memory, O += P·V
+    # BLOCK_N/16 HGMMAs HEAD_DIM wide reading P from registers (one key of 16 each).
+    want_mma = {f"HGMMA.64x{BN}x16.F32.BF16 A:smem": HD // 16, f"HGMMA.64x{HD}x16.F32.BF16 A:regs": BN // 16}
+    for which, loop in zip(("unmasked", "masked"), loops):
+        if "mma" in parts and loop["hgmma"] != want_mma:
+            return (f"{where}: the {which} key loop's HGMMAs are {loop['hgmma']}, where S = Q·Kᵀ from shared memory "
+                    f"and O += P·V with P from registers make {want_mma}")
+        want = loop["scores_per_thread"] + loop["rows_per_thread"]
+        if "ex2" in parts and loop["ex2"] != want:
+            return (f"{where}: the {which} key loop has {loop['ex2']} MUFU.EX2 where one per score "
+                    f"({loop['scores_per_thread']} a thread) and one per row ({loop['rows_per_thread']}) make {want}")
+        if "registers" in parts and (loop["shared_stores"] or loop["shared_loads"]):
+            return (f"{where}: the {which} key loop stores {loop['shared_stores']} and loads {loop['shared_loads']} "
+                    "times through shared memory: a layout conversion between the softmax and the P·V wgmma that is "
+                    "not free")
+        # A row's scores lie across 4 lanes: its max and its sum take 2 butterfly shuffles each.
+        if "registers" in parts and loop["shuffles"] != 4 * loop["rows_per_thread"]:
+            return (f"{where}: the {which} key loop has {loop['shuffles']} lane shuffles where the row max and row sum "
+                    f"take {4 * loop['rows_per_thread']} (2 each for each of a thread's "
+                    f"{loop['rows_per_thread']} rows): a conversion between threads")
+    if "masks" in parts and loops[0]["fsel"]:
+        return (f"{where}: the unmasked key loop, which runs for every block below the diagonal, holds "
+                f"{loops[0]['fsel']} FSEL (the mask's selects of −inf): each of those blocks pays for a mask none of "
+                "its scores needs. Mask only the diagonal blocks and the last partial one")
+    if "masks" in parts and not loops[1]["fsel"]:
+        return f"{where}: the masked key loop holds no FSEL: the −inf of masked keys is never selected"
+    return None
+
+
+def gpu_reference(q, k, v, causal: bool):
+    """SDPA's math in fp32 on the bf16 inputs (torch's own formula, no fused backend), and reference()'s bound
+    computed in fp32 on the GPU."""
+    q32, k32, v32 = q.float(), k.float(), v.float()
+    sm_scale = 1 / math.sqrt(q.shape[-1])
+    s = (q32 @ k32.transpose(-1, -2)) * sm_scale
+    if causal:
+        keep = torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    w = torch.softmax(s, dim=-1)
+    out = w @ v32
+    spread = w @ v32.abs()
+    score_err = 2 * q.shape[-1] * 2.0 ** -24 * sm_scale * (q32.abs() @ k32.abs().transpose(-1, -2)).amax(-1, True)
+    bound = (2.0 ** -8 + 2 * score_err + k.shape[2] * 2.0 ** -23) * spread + 2.0 ** -8 * out.abs() + 1e-5
+    return out, bound
+
+
+def gpu_check_one(mod, version: str, shape, head_dim: int, causal: bool, seed: int = 0) -> str | None:
+    """One launch of ``version`` on fresh random inputs, O poisoned and guarded, against gpu_reference."""
+    from ..measure.tensors import guarded_empty, is_poison
+
+    B, H, Sq, Sk = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(B, H, Sq, head_dim, device="cuda", generator=g).to(torch.bfloat16)
+    k = torch.randn(B, H, Sk, head_dim, device="cuda", generator=g).to(torch.bfloat16)
+    v = torch.randn(B, H, Sk, head_dim, device="cuda", generator=g).to(torch.bfloat16)
+    out = guarded_empty((B, H, Sq, head_dim), dtype=torch.bfloat16)
+    mod.attention(q, k, v, causal, version, out=out.tensor)
+    torch.cuda.synchronize()
+    got = out.tensor.float()
+    if is_poison(got).any():
+        return f"{int(is_poison(got).sum())} element(s) of O never written (still NaN)"
+    if not out.margins_untouched():
+        return "a write past O's ends (the guard margins changed)"
+    ref, bound = gpu_reference(q, k, v, causal)
+    bad = (got - ref).abs() > bound
+    if bad.any():
+        where = bad.nonzero()[0].tolist()
+        return (f"{int(bad.sum())} element(s) outside the bound, first O{where}: {got[tuple(where)]:g} vs "
+                f"{ref[tuple(where)]:g}")
+    return None
+
+
+def sdpa_call(backend: str, q, k, v, causal: bool):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    chosen = getattr(SDPBackend, backend)
+
+    def call():
+        with sdpa_kernel([chosen]):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return call
+
+
+def interleaved_ms(calls: dict, rounds: int = 9, window_ms: float = 20.0) -> dict:
+    """Each candidate run back to back between two events, as many times as fill about ``window_ms`` (3 to 50: the
+    host's time to launch a call hides behind the calls queued before it), the candidates in turn, ``rounds`` rounds:
+    the median ms of one call each."""
+    reps = {}
+    for name, fn in calls.items():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        reps[name] = min(50, max(3, math.ceil(window_ms / max(start.elapsed_time(end), 1e-3))))
+    times = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(reps[name]):
+                fn()
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end) / reps[name])
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
+
+
+# Odd shapes for correctness (batch, heads, Sq, Sk): one query and one key, tails past every block, Sq ≠ Sk both ways.
+GPU_ODD_SHAPES = ((1, 2, 1, 1), (2, 3, 17, 17), (1, 2, 100, 300), (2, 2, 300, 100), (1, 4, 1000, 1000),
+                  (1, 2, 129, 257))
+
+
+def correct_here(module_file: str) -> str | None:
+    """The correctness check itself, in a child process (a barrier that never completes hangs there)."""
+    from ..course import load_module_file
+    from ..grading.runner import sentence_in_child
+
+    mod = load_module_file(module_file)
+
+    def run():
+        for version in mod.CONFIGS:
+            for hd in (64, 128):
+                for shape in GPU_ODD_SHAPES:
+                    for causal in (False, True):
+                        problem = gpu_check_one(mod, version, shape, hd, causal)
+                        if problem:
+                            return (f"{version}, head dim {hd}, (batch, heads, Sq, Sk) = {shape}"
+                                    f"{', causal' if causal else ''}: {problem}")
+        return None
+    return sentence_in_child(module_file, run)
+
+
+def correct(mod) -> str | None:
+    """Both kernels, both head dims, causal and not, on GPU_ODD_SHAPES, in one child process under a limit."""
+    from ..measure.isolated import check_in_child
+
+    return check_in_child(f"{__file__}:correct_here", [mod.__file__], timeout=CHILD_LIMIT_S)
+
+
+def launcher_refuses(mod) -> str | None:
+    """The launcher's refusals, each a ValueError with a sentence: fp16, a 3-D tensor, a non-contiguous view, K and V
+    of other lengths, another head dim, no key."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randn(1, 2, 64, 128, device="cuda", generator=g).to(torch.bfloat16)
+    cases = {"fp16 Q": (q.half(), q, q), "a 3-D Q": (q[0], q, q), "a transposed K": (q, q.transpose(2, 3), q),
+             "V shorter than K": (q, q, q[:, :, :32]), "head dim 96": (q[..., :96].contiguous(),) * 3,
+             "no key": (q, q[:, :, :0], q[:, :, :0])}
+    for what, (a, b, c) in cases.items():
+        try:
+            mod.attention(a, b, c)
+        except ValueError:
+            continue
+        except Exception as e:                   # noqa: BLE001 - anything but the launcher's sentence is a failure
+            from ..grading.errors import explain
+            return f"{what}: the launcher did not refuse it with a sentence ({explain(e)})"
+        return f"{what}: the launcher ran it instead of refusing it"
+    return None
+
+
+def time_shapes(mod, shapes, rounds: int = 9) -> list[dict]:
+    """Each (S, head dim, causal): TOKENS // S sequences of HEADS heads; the lesson's v0 and v2 and SDPA's backends,
+    launches interleaved (``interleaved_ms``): TFLOPS at 4·B·H·S²·D FLOPs (half of it with causal). A backend that
+    refuses the shape is left out, with its reason. ``triton``: the same attention in plain Triton
+    (measure.plain_triton.attention, autotuned before the timing)."""
+    from ..measure import plain_triton
+
+    rows = []
+    for S, head_dim, causal in shapes:
+        B = max(1, TOKENS // S)
+        g = torch.Generator(device="cuda").manual_seed(1)
+        q, k, v = (torch.randn(B, HEADS, S, head_dim, device="cuda", generator=g).to(torch.bfloat16)
+                   for _ in range(3))
+        out = torch.empty_like(q)
+        calls, refused = {}, {}
+        for version in mod.CONFIGS:
+            calls[version] = mod.prepared(q, k, v, causal, version, out=out)[0]
+        calls["triton"] = lambda: plain_triton.attention(q, k, v, causal, out=out)
+        for backend in SDPA_BACKENDS:
+            fn = sdpa_call(backend, q, k, v, causal)
+            try:
+                fn()
+                torch.cuda.synchronize()
+                calls[backend.split("_")[0].lower()] = fn
+            except RuntimeError as e:
+                refused[backend] = str(e).splitlines()[0][:200]
+        for fn in calls.values():
+            fn()
+        torch.cuda.synchronize()
+        ms = interleaved_ms(calls, rounds)
+        flops = 4 * B * HEADS * S * S * head_dim * (0.5 if causal else 1)
+        tflops = {name: round(flops / t / 1e9, 1) for name, t in ms.items()}
+        library = {name: t for name, t in tflops.items() if name in ("cudnn", "flash", "efficient")}
+        rows.append({"S": S, "batch": B, "heads": HEADS, "head_dim": head_dim, "causal": causal, "tflops": tflops,
+                     "best_library": max(library, key=library.get) if library else None, "refused": refused})
+        del q, k, v, out
+    return rows
+
+
+TOKENS, HEADS = 16384, 32          # batch = TOKENS // S: 16k tokens × 32 heads at every S
+SDPA_BACKENDS = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION")
+TIMED = tuple((S, 128, causal) for S in (1024, 4096, 16384) for causal in (False, True))
+
+
+def sdpa_measure(version: str = "v2", over: str = "best"):
+    """A figure: the geomean over TIMED of ``version``'s TFLOPS over the best SDPA backend's (``over="best"``), v0's
+    (``over="v0"``) or plain Triton's (``over="triton"``), each shape's figures in the details."""
+    def measure(mod):
+        from ..measure.timing import Measurement
+
+        problem = correct(mod)
+        if problem:
+            raise AssertionError(problem)
+        rows = _timed_once(mod.__file__)
+        ratios = []
+        for row in rows:
+            t = row["tflops"]
+            base = t[row["best_library"]] if over == "best" else t[over]
+            ratios.append(t[version] / base)
+        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        worst = min(range(len(rows)), key=lambda i: ratios[i])
+        w = rows[worst]
+        text = (f"geomean {geomean:.2f}× over {len(rows)} shapes, worst {ratios[worst]:.2f}× (S {w['S']}"
+                f"{', causal' if w['causal'] else ''})")
+        return Measurement(geomean, text, json.loads(json.dumps({"shapes": rows, "ratios": ratios})))
+    return measure
+
+
+_TIMED: dict = {}
+
+
+def _timed_once(module_file: str) -> list[dict]:
+    """time_shapes(TIMED) once per module and process: the lesson's figures share one run."""
+    if module_file not in _TIMED:
+        from ..course import load_module_file
+
+        _TIMED[module_file] = time_shapes(load_module_file(module_file), TIMED)
+    return _TIMED[module_file]
+
+
+def small_launch(module_file: str) -> None:
+    """For compute-sanitizer, in a child process: each kernel once on a small odd causal problem (2 × 2 heads, 200
+    queries over 300 keys, head dim 64), so that the ring's slots and phases carry across several key blocks."""
+    from ..course import load_module_file
+
+    mod = load_module_file(module_file)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randn(2, 2, 200, 64, device="cuda", generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(2, 2, 300, 64, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+    for version in mod.CONFIGS:
+        mod.attention(q, k, v, True, version)
+    torch.cuda.synchronize()
+
+
+def sanitizer_clean(mod) -> str | None:
+    """compute-sanitizer memcheck and synccheck on ``small_launch`` (each tool its own child process)."""
+    from ..measure.isolated import sanitizer_check
+
+    return sanitizer_check(f"{__file__}:small_launch", [mod.__file__], tools=("memcheck", "synccheck"))
