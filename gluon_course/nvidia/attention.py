@@ -340,8 +340,10 @@ def gpu_reference(q, k, v, causal: bool):
     return out, bound
 
 
-def gpu_check_one(mod, version: str, shape, head_dim: int, causal: bool, seed: int = 0) -> str | None:
-    """One launch of ``version`` on fresh random inputs, O poisoned and guarded, against gpu_reference."""
+def gpu_check_one(mod, version: str, shape, head_dim: int, causal: bool, seed: int = 0,
+                  config: dict | None = None) -> str | None:
+    """One launch of ``version`` (at its CONFIGS, or ``config``) on fresh random inputs, O poisoned and guarded,
+    against gpu_reference."""
     from ..measure.tensors import guarded_empty, is_poison
 
     B, H, Sq, Sk = shape
@@ -350,7 +352,7 @@ def gpu_check_one(mod, version: str, shape, head_dim: int, causal: bool, seed: i
     k = torch.randn(B, H, Sk, head_dim, device="cuda", generator=g).to(torch.bfloat16)
     v = torch.randn(B, H, Sk, head_dim, device="cuda", generator=g).to(torch.bfloat16)
     out = guarded_empty((B, H, Sq, head_dim), dtype=torch.bfloat16)
-    mod.attention(q, k, v, causal, version, out=out.tensor)
+    mod.attention(q, k, v, causal, version, out=out.tensor, config=config)
     torch.cuda.synchronize()
     got = out.tensor.float()
     if is_poison(got).any():
@@ -555,3 +557,47 @@ def sanitizer_clean(mod) -> str | None:
     from ..measure.isolated import sanitizer_check
 
     return sanitizer_check(f"{__file__}:small_launch", [mod.__file__], tools=("memcheck", "synccheck"))
+
+
+def block_kinds(mod, Sq: int, Sk: int, causal: bool, cfg: dict | None = None) -> np.ndarray:
+    """For each (query tile, key block) of one head, what the lesson's ``key_blocks`` makes of it: 2 unmasked, 1
+    masked, 0 never visited (run in the host model, so that a learner's key_blocks is what is drawn)."""
+    from ..model.run import patched
+
+    cfg = cfg or mod.CONFIGS["v2"]
+    BM, BN = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    key_blocks = patched(mod.key_blocks)
+    kinds = np.zeros((-(-Sq // BM), -(-Sk // BN)), dtype=int)
+    for t in range(kinds.shape[0]):
+        n_full, n_all = (int(np.asarray(x)) for x in key_blocks(t * BM, Sk, BM, BN, causal))
+        kinds[t, :n_full] = 2
+        kinds[t, n_full:n_all] = 1
+    return kinds
+
+
+def block_map(mod, Sq: int, Sk: int, cfg: dict | None = None):
+    """The key blocks each query tile visits, without and with the causal mask, as two pictures side by side."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    cfg = cfg or mod.CONFIGS["v2"]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    colours = ListedColormap(["#FFFFFF", "#F58518", "#4C78A8"])
+    for ax, causal in zip(axes, (False, True)):
+        kinds = block_kinds(mod, Sq, Sk, causal, cfg)
+        ax.imshow(kinds, cmap=colours, vmin=0, vmax=2, aspect="auto")
+        ax.set_xticks(np.arange(-0.5, kinds.shape[1], 1), minor=True)
+        ax.set_yticks(np.arange(-0.5, kinds.shape[0], 1), minor=True)
+        ax.grid(which="minor", color="#CCCCCC", linewidth=0.5)
+        ax.tick_params(which="minor", length=0)
+        visited = int((kinds > 0).sum())
+        ax.set_title(f"{'causal' if causal else 'not causal'}: {int((kinds == 2).sum())} unmasked, "
+                     f"{int((kinds == 1).sum())} masked, {kinds.size - visited} skipped", fontsize=9)
+        ax.set_xlabel(f"key block ({cfg['BLOCK_N']} keys)")
+        ax.set_ylabel(f"query tile ({cfg['BLOCK_M']} queries)")
+    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="#999999") for c in ("#4C78A8", "#F58518", "#FFFFFF")]
+    fig.legend(handles, ["no mask", "masked (−inf where a key may not be seen)", "never visited"], loc="lower center",
+               ncol=3, fontsize=8, frameon=False)
+    fig.suptitle(f"One head, Sq = {Sq}, Sk = {Sk}", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    plt.show()

@@ -56,15 +56,6 @@ def key_blocks(m0, Sk, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.
 
 
 @gluon.jit
-def mask_scores(s, m0, n0, Sk, CAUSAL: gl.constexpr, s_layout: gl.constexpr):
-    """S with −inf where the key is past the last one (n ≥ Sk) or, with CAUSAL, after the query (n > m)."""
-    BLOCK_M: gl.constexpr = s.shape[0]
-    BLOCK_N: gl.constexpr = s.shape[1]
-    # TODO gap 1: −inf for keys past Sk and, with CAUSAL, for keys after the query
-    gl.static_assert(False, 'lesson 36, gap 1 not yet implemented: −inf for keys past Sk and, with CAUSAL, for keys after the query')
-
-
-@gluon.jit
 def online_softmax(s, m_i, l_i, o, qk_scale, o_layout: gl.constexpr):
     """One key block's step of the online softmax, in fp32 registers. ``s``: the block's raw scores Q·Kᵀ (−inf where
     masked); ``m_i``: the running maximum of the scaled scores (in log2 units), ``l_i``: the running sum of
@@ -73,10 +64,19 @@ def online_softmax(s, m_i, l_i, o, qk_scale, o_layout: gl.constexpr):
 
     ``qk_scale`` = sm_scale·log2(e): e^(x·sm_scale) = 2^(x·qk_scale), so one multiply-add per score
     (x·qk_scale − m) feeds exp2 (MUFU.EX2) directly."""
-    # TODO gap 2: the new running maximum, the old sums' rescale, P, the new running sum, O rescaled
-    gl.static_assert(False, "lesson 36, gap 2 not yet implemented: the new running maximum, the old sums' rescale, P, the new running sum, O rescaled")
+    # TODO gap 1: the new running maximum, the old sums' rescale, P, the new running sum, O rescaled
+    gl.static_assert(False, "lesson 36, gap 1 not yet implemented: the new running maximum, the old sums' rescale, P, the new running sum, O rescaled")
     p_op = gl.convert_layout(p.to(gl.bfloat16), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
     return p_op, o, m_new, l_new
+
+
+@gluon.jit
+def mask_scores(s, m0, n0, Sk, CAUSAL: gl.constexpr, s_layout: gl.constexpr):
+    """S with −inf where the key is past the last one (n ≥ Sk) or, with CAUSAL, after the query (n > m)."""
+    BLOCK_M: gl.constexpr = s.shape[0]
+    BLOCK_N: gl.constexpr = s.shape[1]
+    # TODO gap 2: −inf for keys past Sk and, with CAUSAL, for keys after the query
+    gl.static_assert(False, 'lesson 36, gap 2 not yet implemented: −inf for keys past Sk and, with CAUSAL, for keys after the query')
 
 
 @gluon.jit

@@ -54,21 +54,6 @@ def key_blocks(m0, Sk, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.
 
 
 @gluon.jit
-def mask_scores(s, m0, n0, Sk, CAUSAL: gl.constexpr, s_layout: gl.constexpr):
-    """S with −inf where the key is past the last one (n ≥ Sk) or, with CAUSAL, after the query (n > m)."""
-    BLOCK_M: gl.constexpr = s.shape[0]
-    BLOCK_N: gl.constexpr = s.shape[1]
-    ### BEGIN SOLUTION: −inf for keys past Sk and, with CAUSAL, for keys after the query
-    rows = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
-    cols = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    valid = cols[None, :] < Sk
-    if CAUSAL:
-        valid = valid & (cols[None, :] <= rows[:, None])
-    return gl.where(valid, s, float("-inf"))
-    ### END SOLUTION
-
-
-@gluon.jit
 def online_softmax(s, m_i, l_i, o, qk_scale, o_layout: gl.constexpr):
     """One key block's step of the online softmax, in fp32 registers. ``s``: the block's raw scores Q·Kᵀ (−inf where
     masked); ``m_i``: the running maximum of the scaled scores (in log2 units), ``l_i``: the running sum of
@@ -86,6 +71,21 @@ def online_softmax(s, m_i, l_i, o, qk_scale, o_layout: gl.constexpr):
     ### END SOLUTION
     p_op = gl.convert_layout(p.to(gl.bfloat16), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
     return p_op, o, m_new, l_new
+
+
+@gluon.jit
+def mask_scores(s, m0, n0, Sk, CAUSAL: gl.constexpr, s_layout: gl.constexpr):
+    """S with −inf where the key is past the last one (n ≥ Sk) or, with CAUSAL, after the query (n > m)."""
+    BLOCK_M: gl.constexpr = s.shape[0]
+    BLOCK_N: gl.constexpr = s.shape[1]
+    ### BEGIN SOLUTION: −inf for keys past Sk and, with CAUSAL, for keys after the query
+    rows = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+    cols = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    valid = cols[None, :] < Sk
+    if CAUSAL:
+        valid = valid & (cols[None, :] <= rows[:, None])
+    return gl.where(valid, s, float("-inf"))
+    ### END SOLUTION
 
 
 @gluon.jit
