@@ -82,6 +82,20 @@ TRANSLATIONS = [
      "default one) runs on the kernel's num_warps warps and each worker on its worker_num_warps, so a layout built for "
      "num_warps (the accumulator's) belongs to the first partition: the consumers first, then the one-warp producer, "
      "gl.warp_specialize([(mma_partition, (...)), (load_partition, (...))], [1], [LOAD_REGS])"),
+    (r"Layout mismatch in broadcast",
+     "two tensors of different layouts meet in one expression (a row vector of one accumulator's layout against a "
+     "tile of another's, for instance)",
+     "convert one to the other's layout first: a row vector meets an acc_layout tile once it is "
+     "gl.convert_layout(x, gl.SliceLayout(1, acc_layout)), then x[:, None]"),
+    (r"expected expand_dims input layout to be sliced in axis (\d+) but got (\d+)",
+     r"a vector sliced along axis \2 is expanded along axis \1",
+     "a 2-D tile's rows are gl.SliceLayout(1, layout) and expand with [:, None]; its columns are "
+     "gl.SliceLayout(0, layout) and expand with [None, :]"),
+    (r"Cannot make_shape_compatible: incompatible dimensions at index (\d+): (\d+) and (\d+)",
+     r"two tensors whose shapes do not broadcast meet in one expression: dimension \1 is \2 in one and \3 in the "
+     r"other",
+     "a 1-D vector needs [:, None] (a column: one value a row) or [None, :] (a row: one value a column) to meet a "
+     "2-D tile"),
     # ptxas (compile.py makes a PTXASError "ptxas: <its first error>", "(in a warp-specialized kernel)" where it is one).
     (r"ptxas: \(C7602\) Insufficient registers \((\d+)\) to compile instruction\. Try to compile with register "
      r"target of (\d+) or higher\. \(in a warp-specialized kernel\)",

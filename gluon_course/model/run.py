@@ -155,11 +155,16 @@ _LIBRARIES = (os.path.dirname(os.path.abspath(os.__file__)), os.path.dirname(os.
 
 
 def unmodelled(error: BaseException) -> ModelError | ModelUnsupported | None:
-    """When ``error`` was raised by a line of the kernel's own code run as Python, what the model concludes: a
+    """When ``error`` was raised by a line of the kernel's own code run as Python, what the model concludes (None for a
+    NameError: a name the line never defined, which the compiler refuses too, re-raised as it is): a
     ModelError when the line combines tensors whose shapes do not broadcast to one shape (numpy refuses it where
     Triton's compiler refuses it too: a mistake of the kernel, said as one), else the ModelUnsupported that names the
     line (numpy refusing what the compiled kernel does); None when it comes from the model itself (one of its own
     errors, or a fault of the model, which must not be hidden as "not modelled")."""
+    if isinstance(error, NameError):
+        # A name the kernel's own line uses and never defines (UnboundLocalError too): the compiler refuses the same
+        # kernel ("... is not defined"), so it is the kernel's mistake, said as one by the runner, not "not modelled".
+        return None
     frames, tb = [], error.__traceback__
     while tb is not None:
         frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))

@@ -675,11 +675,13 @@ def _max(x, axis=None, return_indices=False, return_indices_tie_break_left=True,
 
 def _exp(x):
     """gl.exp in fp32 (the GPU's ex2.approx of x·log2(e) is within 2 ulp of it)."""
-    return as_tensor(np.exp(np.asarray(value_of(x), dtype=np.float32)))
+    with np.errstate(over="ignore"):            # e^x past fp32's range is inf, on the GPU as here
+        return as_tensor(np.exp(np.asarray(value_of(x), dtype=np.float32)))
 
 
 def _exp2(x):
-    return as_tensor(np.exp2(np.asarray(value_of(x), dtype=np.float32)))
+    with np.errstate(over="ignore"):
+        return as_tensor(np.exp2(np.asarray(value_of(x), dtype=np.float32)))
 
 
 def _elementwise(fn):
@@ -693,6 +695,11 @@ def _elementwise(fn):
 
 def _rsqrt(x):
     return as_tensor(np.float32(1) / np.sqrt(np.asarray(value_of(x), dtype=np.float32)))
+
+
+def _fdiv(x, y, *args, **kwargs):
+    """gl.fdiv (and gl.div_rn): x / y in fp32 (the GPU's approximate division is within 2 ulp of it)."""
+    return as_tensor(np.asarray(value_of(x), np.float32) / np.asarray(value_of(y), np.float32))
 
 
 def _fma(a, b, c):
@@ -783,7 +790,8 @@ GL = {
     "max_constancy": _identity, "assume": _nothing, "static_assert": _static_assert, "cast": _cast, "reshape": _reshape,
     "permute": _permute, "split": _split, "atomic_add": atomic_add, "atomic_xchg": atomic_xchg,
     "exp": _exp, "exp2": _exp2, "abs": _elementwise(np.abs), "log": _elementwise(np.log),
-    "log2": _elementwise(np.log2), "sqrt": _elementwise(np.sqrt), "rsqrt": _rsqrt, "fma": _fma, "max": _max,
+    "log2": _elementwise(np.log2), "sqrt": _elementwise(np.sqrt), "rsqrt": _rsqrt, "fma": _fma,
+    "fdiv": _fdiv, "div_rn": _fdiv, "max": _max,
 }
 
 

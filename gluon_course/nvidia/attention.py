@@ -135,7 +135,7 @@ def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0) ->
 
     B, H, Sq, Sk = shape
     q, k, v = inputs(B, H, Sq, Sk, MODEL_HEAD_DIM, scale)
-    where = (f"{version}{' causal' if causal else ''}, batch {B} × {H} heads, Sq {Sq}, Sk {Sk}"
+    where = (f"{version}{', causal' if causal else ', not causal'}, batch {B} × {H} heads, Sq {Sq}, Sk {Sk}"
              + (f", scores scaled ×{scale ** 2:g}" if scale != 1 else ""))
     try:
         got, writes, _ = model_launch(mod, version, q, k, v, causal)
@@ -159,7 +159,7 @@ def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4) -> st
     q, k, v = inputs(B, H, Sq, Sk, MODEL_HEAD_DIM, seed=1)
     tq, tk, tv = (torch.from_numpy(x).to(torch.bfloat16) for x in (q, k, v))
     out = torch.full((B, H, Sq, MODEL_HEAD_DIM), float("nan"), dtype=torch.bfloat16)
-    where = f"the launcher, {version}{' causal' if causal else ''}, batch {B} × {H} heads, Sq {Sq}, Sk {Sk}"
+    where = f"the launcher, {version}{', causal' if causal else ', not causal'}, batch {B} × {H} heads, Sq {Sq}, Sk {Sk}"
     with np.errstate(over="ignore", invalid="ignore"), ModelGPU(sms) as gpu:
         for t, label in ((tq, "Q"), (tk, "K"), (tv, "V"), (out, "O")):
             gpu.add(t, label)

@@ -29,7 +29,12 @@ PDL_WAIT, PDL_LAUNCH = "ACQBULK", "PREEXIT"
 
 # The host model's tile: small enough for numpy, with tails past every edge at MODEL_SHAPES (M, N, K).
 MODEL_CFG = {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "STAGES": 3, "num_warps": 4, "GROUP_M": 8, "LOAD_REGS": 40}
-MODEL_SHAPES = ((1, 72, 200), (17, 40, 104), (100, 104, 72))
+# M = 1, 17, 100 and 128 (a whole number of 64-row tiles: only the columns reach past C); K = 40 has fewer K steps (2)
+# than the ring has slots (3), with several tiles a program.
+MODEL_SHAPES = ((1, 72, 200), (17, 40, 104), (100, 104, 72), (128, 104, 72), (100, 104, 40))
+# The launcher at its own configurations (3 SMs): a shape of a few K steps, and one of more K steps than slots
+# whose tiles are fewer than the SMs.
+LAUNCHER_SHAPES = ((17, 40, 104), (17, 40, 1000))
 CHILD_LIMIT_S = 300
 
 # The 8B-class block of lesson 32 (gluon_course.measure.linear.Block): its GEMMs as the fused block runs them,
@@ -44,14 +49,19 @@ def _integers(rng, shape, low=-2, high=2):
 
 
 def operands(epilogue: str, M: int, N: int, K: int, seed: int = 0) -> dict:
-    """Small integers (bf16 holds them exactly; sums of their products are exact in fp32), A in eighths for SwiGLU
-    so that gate's sums spread over SiLU's bend (a few units) rather than its straight parts. W_up for SwiGLU and R
-    for the residual; None where the epilogue takes none."""
+    """Operands whose products and sums are exact in fp32 but whose sums need more bits than bf16 keeps, so that a
+    second rounding (C rounded before R is added, gate and up rounded before SiLU) changes the result: A in steps of
+    1/128 (1/1024 for SwiGLU, so that gate's sums spread over SiLU's bend, a few units, rather than its straight
+    parts), W small integers, R integers and quarters. For SwiGLU A's first row is 64 times larger: gate's sums of
+    ±100 and more, where e^g overflows fp32 (a SiLU written as g·e^g / (1 + e^g) gives NaN there). W_up for SwiGLU
+    and R for the residual; None where the epilogue takes none."""
     rng = np.random.default_rng(seed)
-    a = _integers(rng, (M, K)) / (8 if epilogue == "swiglu" else 1)
-    w = _integers(rng, (N, K))
-    w_up = _integers(rng, (N, K)) if epilogue == "swiglu" else None
-    r = _integers(rng, (M, N), -64, 64) if epilogue == "residual" else None
+    a = _integers(rng, (M, K), -128, 128) / (1024 if epilogue == "swiglu" else 128)
+    if epilogue == "swiglu":
+        a[0] *= 64
+    w = _integers(rng, (N, K), -8, 8)
+    w_up = _integers(rng, (N, K), -8, 8) if epilogue == "swiglu" else None
+    r = _integers(rng, (M, N), -256, 256) / 4 if epilogue == "residual" else None
     return {"a": a, "w": w, "w_up": w_up, "r": r}
 
 
@@ -61,39 +71,48 @@ def reference(epilogue: str, a, w, r=None, w_up=None):
     out = a @ w.astype(np.float64).T
     if epilogue == "swiglu":
         up = a @ w_up.astype(np.float64).T
-        return out / (1.0 + np.exp(-out)) * up
+        with np.errstate(over="ignore"):
+            return out / (1.0 + np.exp(-out)) * up
     return out + r.astype(np.float64) if epilogue == "residual" else out
 
 
-def tolerance(K: int, epilogue: str) -> tuple[float, float]:
-    """(atol, rtol): the course's bf16 GEMM tolerance (measure.gemm.tolerance: fp32 sums, one rounding to bf16). The
-    model's sums are exact; SwiGLU's fp32 SiLU adds a few fp32 ulps before the rounding, a 2^-12 share of rtol."""
+def bf16_round(x) -> np.ndarray:
+    """x (fp64) rounded once to bf16, to nearest even, as fp64."""
     import torch
 
-    from ..measure.gemm import tolerance as gemm_tolerance
-
-    tol = gemm_tolerance(K, torch.bfloat16)
-    return tol.atol, tol.rtol * (1 + 2 ** -12) if epilogue == "swiglu" else tol.rtol
+    return torch.from_numpy(np.asarray(x, np.float64)).to(torch.bfloat16).double().numpy()
 
 
+def bound(epilogue: str, want) -> np.ndarray:
+    """How far C may be from the fp64 ``want``, element by element. The plain and residual sums are exact in fp32 on
+    ``operands``, so C must be ``want`` rounded once to bf16, exactly: 0. SwiGLU's SiLU is fp32 arithmetic, a few fp32
+    roundings (2^-20 of |want| covers them) before the one rounding to bf16, half an ulp of bf16 at |want|."""
+    if epilogue != "swiglu":
+        return np.zeros_like(want)
+    magnitude = np.maximum(np.abs(want), 2.0 ** -100)
+    ulp = 2.0 ** (np.floor(np.log2(magnitude)) - 7)             # bf16 keeps 8 significant bits
+    return 0.5 * ulp * (1 + 2 ** -6) + 2.0 ** -20 * np.abs(want)
 
-def not_modelled(e):
-    """What a host-model check says when the kernel uses an operation the model does not know: not a failure, a
-    check that could not be made here (the GPU checks still judge the kernel)."""
-    from ..grading.checks import NotChecked
 
-    return NotChecked(f"the host model does not model {e}, so it could not run this kernel; the GPU checks "
-                      "(correctness, compute-sanitizer) still judge it there")
-
-
-def compare(got, want, writes, atol: float, rtol: float) -> str | None:
-    """None, or which elements of C are never written, written twice or wrong (the first of them named)."""
+def compare(got, want, writes, epilogue: str) -> str | None:
+    """None, or which elements of C are never written, written twice or wrong (the first of them named). ``want`` is
+    the fp64 reference: the plain and residual epilogues must give it rounded once to bf16, exactly."""
+    target = bf16_round(want) if epilogue != "swiglu" else want
+    wrong = np.abs(got - target) > bound(epilogue, want)
+    if epilogue == "swiglu":
+        wrong |= ~np.isfinite(got)
     for problem, mask in (("never written (still NaN)", writes == 0),
                           ("written more than once", writes > 1),
-                          ("wrong", (np.abs(got - want) > atol + rtol * np.abs(want)) & (writes == 1))):
+                          ("wrong", wrong & (writes == 1))):
         if mask.any():
             i, j = map(int, np.argwhere(mask)[0])
-            detail = f": got {got[i, j]:g}, expected {want[i, j]:g}" if problem == "wrong" else ""
+            detail = ""
+            if problem == "wrong":
+                detail = f": got {got[i, j]:.9g}, expected {target[i, j]:.9g}"
+                if epilogue != "swiglu" and np.all(np.abs(got - target)[mask] <= 2 * 2.0 ** (np.floor(np.log2(
+                        np.maximum(np.abs(target[mask]), 2.0 ** -100))) - 7)):
+                    detail += (" (each within two bf16 steps of the exact result rounded once: is it rounded twice, "
+                               "or R added in bf16?)")
             return f"{int(mask.sum())} element(s) of C {problem}; the first is C[{i}, {j}]{detail}"
     return None
 
@@ -105,9 +124,10 @@ def _interleaved(mod, w, w_up, block_n: int):
     return mod.interleave_gate_up(torch.from_numpy(w), torch.from_numpy(w_up), block_n).numpy()
 
 
-def model_launch(mod, epilogue: str, cfg: dict, pdl: bool, programs: int, a, w, c_shape, r=None):
+def model_launch(mod, epilogue: str, cfg: dict, pdl: bool, programs: int, a, w, c_shape, r=None, r_pad: int = 0):
     """The lesson's fused_kernel in the host model on numpy A (M × K), W (N × K; the interleaved W for SwiGLU) and R:
-    C's values (fp32 of its bf16), how often each element was written, and the programs' traces."""
+    C's values (fp32 of its bf16), how often each element was written, and the programs' traces. ``r_pad``: R's rows
+    lie that many elements further apart than its width (R a column slice of a wider matrix)."""
     from triton.experimental.gluon import language as gl
 
     from ..model import Buffer, HostTensorDescriptor, Pointer
@@ -120,12 +140,20 @@ def model_launch(mod, epilogue: str, cfg: dict, pdl: bool, programs: int, a, w, 
     a_buf = Buffer("A", a.astype(np.float32), gl.bfloat16)
     w_buf = Buffer("W", w.astype(np.float32), gl.bfloat16)
     c_buf = Buffer("C", np.zeros(c_shape, np.float32), gl.bfloat16, poison=True)
-    r_buf = Buffer("R", r.astype(np.float32), gl.bfloat16) if r is not None else c_buf
+    if r is not None:
+        # R's own memory is the slice of a wider matrix: the columns past N belong to another tensor (the model
+        # refuses any read of them only where they lie past the whole buffer; a read of them here gives wrong sums).
+        wide = np.zeros((r.shape[0], r.shape[1] + r_pad), np.float32)
+        wide[:, :r.shape[1]] = r
+        r_buf = Buffer("R", wide, gl.bfloat16)
+        r_stride = r.shape[1] + r_pad
+    else:
+        r_buf, r_stride = c_buf, c_shape[1]
     descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
              for buf, block in ((a_buf, [BM, BK]), (w_buf, [BN, BK]), (c_buf, [BM, BN]))]
     tiles = -(-M // BM) * -(-N // (BN * (2 if epilogue == "swiglu" else 1)))
     runs = run_kernel(mod.fused_kernel, min(tiles, programs), *descs, Pointer(r_buf), M, N, K, c_shape[1],
-                      c_shape[1], num_warps=cfg["num_warps"], **ce)
+                      r_stride, num_warps=cfg["num_warps"], **ce)
     return c_buf.values(), c_buf.writes.reshape(c_shape), runs
 
 
@@ -170,14 +198,15 @@ def model_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, program
     cfg = cfg or MODEL_CFG
     x = operands(epilogue, M, N, K, seed)
     kernel_w = _interleaved(mod, x["w"], x["w_up"], cfg["BLOCK_N"]) if epilogue == "swiglu" else x["w"]
-    where = f"{epilogue}{' with PDL' if pdl else ''}, {M}×{N}×{K}"
+    where = f"{epilogue}{' with PDL' if pdl else ''}, {M}×{N}×{K}" + (", R's rows 8 elements wider" if epilogue == "residual" else "")
     try:
-        got, writes, runs = model_launch(mod, epilogue, cfg, pdl, programs, x["a"], kernel_w, (M, N), x["r"])
+        got, writes, runs = model_launch(mod, epilogue, cfg, pdl, programs, x["a"], kernel_w, (M, N), x["r"],
+                                         r_pad=8)
     except ModelUnsupported as e:
         return not_modelled(e)
     except ModelError as e:
         return f"in the host model, {where}: {e}"
-    problem = compare(got, reference(epilogue, x["a"], x["w"], x["r"], x["w_up"]), writes, *tolerance(K, epilogue))
+    problem = compare(got, reference(epilogue, x["a"], x["w"], x["r"], x["w_up"]), writes, epilogue)
     if problem is None and pdl:
         problem = pdl_order(runs)
     return f"in the host model, {where}: {problem}" if problem else None
@@ -195,7 +224,11 @@ def launcher_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, sms:
     x = operands(epilogue, M, N, K, seed=1)
     as_bf16 = lambda v: torch.from_numpy(v).to(torch.bfloat16)  # noqa: E731
     w = mod.interleave_gate_up(as_bf16(x["w"]), as_bf16(x["w_up"])) if epilogue == "swiglu" else as_bf16(x["w"])
-    r = as_bf16(x["r"]) if x["r"] is not None else None
+    r = None
+    if x["r"] is not None:                   # R as a column slice of a wider matrix too: its rows N + 8 apart
+        r_wide = torch.zeros(M, N + 8, dtype=torch.bfloat16)
+        r_wide[:, :N] = as_bf16(x["r"])
+        r = r_wide[:, :N]
     wider = torch.zeros(M, K + 24, dtype=torch.bfloat16)
     wider[:, :K] = as_bf16(x["a"])
     a = wider[:, :K]
@@ -203,7 +236,7 @@ def launcher_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, sms:
     where = f"fused_linear, {epilogue}{' with PDL' if pdl else ''}, {M}×{N}×{K}"
     mod._FUSED.clear()                       # nothing kept from an earlier launch on other memory
     with ModelGPU(sms) as gpu:
-        for t, name in ((wider, "A"), (w, "W"), (r, "R"), (c, "C")):
+        for t, name in ((wider, "A"), (w, "W"), (r_wide if r is not None else None, "R"), (c, "C")):
             if t is not None:
                 gpu.add(t, name)
         try:
@@ -220,22 +253,31 @@ def launcher_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, sms:
                     ("without it the launch waits for the previous kernel to end, and gdc_wait waits for nothing"
                      if pdl else "fused_linear(pdl=False) must launch without it"))
         writes = gpu.writes(c)
+        runs = gpu.launches[0]
     mod._FUSED.clear()
-    problem = compare(c.float().numpy(), reference(epilogue, x["a"], x["w"], x["r"], x["w_up"]), writes,
-                      *tolerance(K, epilogue))
+    problem = compare(c.float().numpy(), reference(epilogue, x["a"], x["w"], x["r"], x["w_up"]), writes, epilogue)
+    if problem is None and pdl:
+        problem = pdl_order(runs)
+    if problem is None and not pdl and any(e["what"] == "griddepcontrol.wait" for prog in runs for e in prog.trace):
+        problem = "fused_linear(pdl=False) launched the kernel compiled for PDL (its producer calls gdc_wait)"
     return f"in the host model, {where}: {problem}" if problem else None
 
 
 def host_model_check(epilogue: str, shapes=MODEL_SHAPES):
-    """A check: ``epilogue`` in the host model at each shape, without and with PDL, then through the launcher."""
+    """A check: ``epilogue`` in the host model at each shape, without and with PDL, then through the launcher at
+    LAUNCHER_SHAPES, with and without PDL."""
     def check(mod):
         for M, N, K in shapes:
             for pdl in (False, True):
                 problem = model_problem(mod, epilogue, M, N, K, pdl)
                 if problem:
                     return problem
-        M, N, K = shapes[len(shapes) // 2]
-        return launcher_problem(mod, epilogue, M, N, K, pdl=True)
+        for M, N, K in LAUNCHER_SHAPES:
+            for pdl in (True, False):
+                problem = launcher_problem(mod, epilogue, M, N, K, pdl=pdl)
+                if problem:
+                    return problem
+        return None
     return check
 
 

@@ -8,10 +8,6 @@ from gluon_course.grading.counts import mismatch
 from gluon_course.grading.gemm_kernel import fits
 from gluon_course.nvidia import fused
 
-# Each GEMM of the block, compiled for sm_90 at the course's configurations (Triton 3.9.0): shared bytes a program
-# (the ring, C's tile, the barriers) by (epilogue, BLOCK_M, BLOCK_N).
-SHARED_BYTES = {("plain", 64, 64): 205012, ("residual", 64, 32): 200948, ("swiglu", 64, 128): 221404,
-                ("plain", 128, 256): 213164, ("residual", 128, 128): 164020, ("swiglu", 128, 128): 180412}
 # Bytes an R load brings, by its SASS opcode.
 LOAD_BYTES = {"LDG.E.U16": 2, "LDG.E": 4, "LDG.E.64": 8, "LDG.E.128": 16}
 
@@ -49,8 +45,9 @@ def epilogue_facts(epilogue: str):
             if ep == "residual":
                 # add_residual's M and N are the kernel's M and N_OUT (C's columns), the names the listing knows.
                 bounds = [m["bounds"] for m in k.masks() if m["op"] == "load"]
-                missing = sorted({({"M": "rows < M", "N_OUT": "columns < N"})[name] for b in bounds or [{}]
-                                  for name in ("M", "N_OUT") if name not in b})
+                missing = sorted({({"M": "rows < M", "N_OUT": "columns < N (the kernel's N_OUT, C's columns, "
+                                                               "which it hands add_residual as N)"})[name]
+                                  for b in bounds or [{}] for name in ("M", "N_OUT") if name not in b})
                 if missing:
                     return (f"{where}: R's loads are not bounded by {' and '.join(missing)}: the tile's rows and "
                             "columns past C's edges are not R's; mask the load with both bounds")
@@ -59,8 +56,8 @@ def epilogue_facts(epilogue: str):
 
 
 def resources(mod):
-    """Each GEMM of the block at decode and prefill fits one SM with no spills, at the shared memory its ring and C's
-    tile take."""
+    """Each GEMM of the block at decode and prefill fits one SM with no spills (the course's configurations take
+    160 to 216 KiB of shared memory a program, Triton 3.9.0 on sm_90)."""
     for ep, cfg in fused.block_configs(mod):
         for pdl in (False, True):
             k = fused.compiled(mod, ep, cfg, pdl)
@@ -68,9 +65,6 @@ def resources(mod):
             problem = fits(k, cfg["num_warps"], cfg)
             if problem:
                 return f"{where}: {problem}"
-            want = SHARED_BYTES.get((ep, cfg["BLOCK_M"], cfg["BLOCK_N"]))
-            if want is not None and k.shared_bytes != want:
-                return f"{where}: {k.shared_bytes} shared bytes where the course's configuration takes {want}"
     return None
 
 
@@ -106,13 +100,15 @@ CHECKS = LessonChecks(
     teaches="the GEMM does the model's elementwise work in its epilogue (SwiGLU, the residual add) while C is fp32 "
             "in registers; Q, K and V as one GEMM; programmatic dependent launch (gdc_wait after W's first copies)",
     machine_code=[
-        Check("swiglu_model", "SwiGLU in the host model (no GPU): H = SiLU(A·W_gateᵀ)·(A·W_upᵀ) within the bf16 "
-              "tolerance of the fp64 unfused math at 1×72×200, 17×40×104 and 100×104×72, each element written once, "
-              "with and without PDL, then through fused_linear", fused.host_model_check("swiglu")),
-        Check("residual_model", "the residual in the host model: C = A·Wᵀ + R at the same shapes, R read only inside "
-              "C, each element written once, with and without PDL, then through fused_linear",
-              fused.host_model_check("residual")),
-        Check("plain_model", "the plain epilogue (Q, K and V as one GEMM) in the host model, the same way",
+        Check("swiglu_model", "SwiGLU in the host model (no GPU): H = SiLU(A·W_gateᵀ)·(A·W_upᵀ) within half a bf16 "
+              "step (and fp32's SiLU) of the fp64 unfused math, gate's sums up to ±100 and more included, at five "
+              "shapes with tails past every tile edge, each element written once, with and without PDL, then "
+              "through fused_linear with and without PDL", fused.host_model_check("swiglu")),
+        Check("residual_model", "the residual in the host model: C = A·Wᵀ + R rounded once to bf16, exactly, at the "
+              "same shapes, R a column slice of a wider matrix and read only inside C, each element written once, "
+              "with and without PDL, then through fused_linear", fused.host_model_check("residual")),
+        Check("plain_model", "the plain epilogue (Q, K and V as one GEMM) in the host model, the same way: A·Wᵀ "
+              "rounded once, exactly",
               fused.host_model_check("plain")),
         Check("swiglu_sm_90", "sm_90, the SwiGLU GEMM at decode and prefill: one MUFU.EX2 an element of H, no load "
               "by the threads, one TMA store a tile (H only)", epilogue_facts("swiglu"), target="sm_90"),
@@ -122,7 +118,7 @@ CHECKS = LessonChecks(
         Check("plain_sm_90", "sm_90, the QKV GEMM at decode and prefill: one TMA store a tile, nothing else in the "
               "epilogue", epilogue_facts("plain"), target="sm_90"),
         Check("resources_sm_90", "sm_90, every GEMM of the block at decode and prefill, with and without PDL: fits "
-              "one SM with no spills, at the course's shared memory", resources, target="sm_90"),
+              "one SM with no spills", resources, target="sm_90"),
         Check("pdl_sm_90", "sm_90, with PDL: griddepcontrol.wait (ACQBULK) and one launch_dependents (PREEXIT), "
               "the wait after W's first TMA copies and before A's, launch_pdl in the compiled kernel; none of them "
               "without PDL", pdl_sm_90, target="sm_90"),
