@@ -219,7 +219,9 @@ def run(kernel, grid, *args, num_warps: int = 4, order=None, **kwargs) -> list[P
         part = Partition("program", pid, grid, num_warps)
         prog.partitions = [part]
         try:
-            run_partitions(prog, [(part, lambda: body(*args, **kwargs))])
+            # fp32 arithmetic as the GPU's: an overflow is inf and 0/0 or inf − inf is NaN, silently.
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                run_partitions(prog, [(part, lambda: body(*args, **kwargs))])
         except (ModelError, ModelUnsupported):
             raise
         except Exception as e:  # noqa: BLE001 - a line of the kernel that Python cannot run as the GPU does
