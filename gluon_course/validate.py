@@ -153,7 +153,7 @@ def byte_span(t) -> tuple[int, int]:
     return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
 
 
-def require_separate_output(c, **inputs) -> None:
+def require_separate_output(c, output_name: str = "c", **inputs) -> None:
     """``c`` shares no memory with any of ``inputs`` (name → tensor): a kernel writes C tile by tile while other
     programs still read the inputs, so an output that is an input, or overlaps one, gives a wrong answer that depends
     on the order the programs ran in. torch refuses the same (``torch.matmul(a, b, out=a)``). Byte ranges are
@@ -165,9 +165,10 @@ def require_separate_output(c, **inputs) -> None:
         t0, t1 = byte_span(t)
         if t0 < c1 and c0 < t1:
             what = "is" if (t0, t1) == (c0, c1) else "overlaps"
-            raise ValueError(f"c {what} the memory of {name}: the kernel would overwrite {name} while other programs "
-                             f"still read it, and C would depend on the order they run in. Pass an output of its "
-                             f"own (c=None, or torch.empty(...)), or a clone of {name} as the input")
+            raise ValueError(f"{output_name} {what} the memory of {name}: the kernel would overwrite {name} while "
+                             f"other programs still read it, and {output_name} would depend on the order they run in. "
+                             f"Pass an output of its own ({output_name}=None, or torch.empty(...)), or a clone of "
+                             f"{name} as the input")
 
 
 def require_matmul_args(a, b, c, b_either_way: bool = False, on_gpu: bool = True) -> tuple[int, int, int]:

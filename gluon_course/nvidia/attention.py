@@ -440,15 +440,15 @@ def correct(mod) -> str | None:
 
 def launcher_refuses(mod) -> str | None:
     """The launcher's refusals, each a ValueError with a sentence: fp16, a 3-D tensor, a non-contiguous view, K and V
-    of other lengths, another head dim, no key."""
+    of other lengths, another head dim, no key, an output that is an input."""
     g = torch.Generator(device="cuda").manual_seed(0)
     q = torch.randn(1, 2, 64, 128, device="cuda", generator=g).to(torch.bfloat16)
     cases = {"fp16 Q": (q.half(), q, q), "a 3-D Q": (q[0], q, q), "a transposed K": (q, q.transpose(2, 3), q),
              "V shorter than K": (q, q, q[:, :, :32]), "head dim 96": (q[..., :96].contiguous(),) * 3,
-             "no key": (q, q[:, :, :0], q[:, :, :0])}
-    for what, (a, b, c) in cases.items():
+             "no key": (q, q[:, :, :0], q[:, :, :0]), "O written over Q": (q, q.clone(), q.clone(), q)}
+    for what, (a, b, c, *out) in cases.items():
         try:
-            mod.attention(a, b, c)
+            mod.attention(a, b, c, out=out[0] if out else None)
         except ValueError:
             continue
         except Exception as e:                   # noqa: BLE001 - anything but the launcher's sentence is a failure

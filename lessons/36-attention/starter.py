@@ -29,6 +29,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
 from gluon_course.nvidia.hopper import require_hopper
+from gluon_course.validate import require_separate_output
 
 LOG2E = 1.4426950408889634          # log2(e): e^x = 2^(x · log2 e)
 
@@ -324,6 +325,10 @@ def prepared(q, k, v, causal: bool = False, version: str = "v2", out=None, sm_sc
     B, H, Sq, D = q.shape
     Sk = k.shape[2]
     out = torch.empty_like(q) if out is None else out
+    if out.shape != q.shape or out.dtype != torch.bfloat16 or not out.is_contiguous():
+        raise ValueError(f"out is {tuple(out.shape)} {out.dtype}: it must be a contiguous bfloat16 tensor of Q's shape "
+                         f"{tuple(q.shape)} (or None, for a new one)")
+    require_separate_output(out, "out", q=q, k=k, v=v)
     sm_scale = 1 / math.sqrt(D) if sm_scale is None else sm_scale
 
     def desc(t, rows):

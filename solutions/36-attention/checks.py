@@ -46,7 +46,7 @@ CHECKS = LessonChecks(
               "gluon_course.nvidia.attention (poisoned, guarded O; a child process with a time limit)",
               attention.correct, gpu=True),
         Check("launcher_refuses", "the launcher refuses fp16, a 3-D tensor, a transposed K, V shorter than K, head "
-              "dim 96 and no key, with sentences", attention.launcher_refuses, gpu=True),
+              "dim 96, no key and an output written over Q, with sentences", attention.launcher_refuses, gpu=True),
         Check("sanitizer_clean", "compute-sanitizer memcheck and synccheck report nothing on both kernels on a small "
               "odd causal problem", attention.sanitizer_clean, gpu=True),
     ],
