@@ -350,7 +350,8 @@ def combine_splits(part_o_ptr, part_m_ptr, part_l_ptr, o_ptr, kv_head, used, spl
         acc = acc + w[:, None] * o_t
         l_sum = l_sum + w * l_t
     out = acc / l_sum[:, None]
-    gl.store(o_ptr + (kv_head * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :], out.to(gl.bfloat16),
+    # O rounded once, to O's own type (bf16; fp32 for a check that reads every bit of the sums).
+    gl.store(o_ptr + (kv_head * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :], out.to(o_ptr.dtype.element_ty),
              mask=valid[:, None])
 
 
@@ -680,8 +681,8 @@ def same_bits_in_two_orders(compute: str, shape=ORDER_SHAPE, splits=ORDER_SPLITS
         differ = got.view(np.uint32) != first[1].view(np.uint32)
         if differ.any():
             where = tuple(int(i) for i in np.argwhere(differ)[0])
-            return (f"decode by {compute}, {splits} splits: O{list(where)} is {got[where]!r} with the programs run "
-                    f"{name} but {first[1][where]!r} run {first[0]} ({int(differ.sum())} elements differ): the "
+            return (f"decode by {compute}, {splits} splits: O{list(where)} is {float(got[where])!r} with the programs "
+                    f"run {name} but {float(first[1][where])!r} run {first[0]} ({int(differ.sum())} elements differ): the "
                     "splits are combined in an order that depends on which program arrives last; add them in split "
                     "order, whichever program adds them")
     return None
@@ -714,4 +715,77 @@ def host_check(computes=COMPUTES, gqa_shapes=MODEL_GQA_SHAPES, decode_shapes=MOD
             if show:
                 show(f"  decode by {compute}: the same fp32 bits with the programs run in launch order and in reverse "
                      f"({ORDER_SPLITS} splits)")
+    return None
+
+
+# -- One-mistake variants the checks must reject ----------------------------------------------------------------------
+# (mistake, old text (once in this file), new text, the check that must reject it and its keyword arguments, words
+# its sentence must hold). The checks are host_check's parts: ``gqa`` the prefill shapes, ``decode`` the decode shapes
+# (two calls on one plan), ``orders`` the combine's bits in two program orders.
+PLANTS = [
+    ("the combine adds the splits' sums without rescaling them to the common maximum (each split's m unused)",
+     "        acc = acc + w[:, None] * o_t\n        l_sum = l_sum + w * l_t",
+     "        acc = acc + o_t\n        l_sum = l_sum + l_t",
+     {"versions": (), "orders": False}, "outside the bound"),
+    ("the splits combined in the order they arrive: the combining program starts after its own split",
+     "    for t in range(used):\n        m_t = gl.load(",
+     "    for i in range(used):\n        t = (gl.program_id(0) + 1 + i) % used\n        m_t = gl.load(",
+     {"versions": (), "decode_shapes": ()}, "depends on which program arrives last"),
+    ("the last split's keys masked at the split's end only, not at the sequence's",
+     "        s = mask_keys(s, start + j * BLOCK_N, stop, s_layout)",
+     "        s = mask_keys(s, start + j * BLOCK_N, start + chunk, s_layout)",
+     {"versions": (), "orders": False}, "outside the bound"),
+    ("the KV head of query head h taken as h % Hkv (heads interleaved) instead of h // GROUP",
+     "    return b * (HQ // GROUP) + h // GROUP",
+     "    return b * (HQ // GROUP) + h % (HQ // GROUP)",
+     {"computes": ()}, "GQA prefill"),
+    ("the counter never reset: the next call's programs count from `splits`, and none combines",
+     '        gl.atomic_xchg(arrivals_ptr + kv_head, 0, sem="relaxed", scope="gpu")\n', "",
+     {"versions": (), "orders": False}, "counter of KV head"),
+    ("the partial announced before it is stored: the last program may combine what the scratch held before",
+     """    if n_blocks > 0:
+        store_partial(o, m_i, l_i, part_o_ptr, part_m_ptr, part_l_ptr, kv_head * splits + split, GROUP, s_layout,
+                      o_layout)
+    # Every thread's part of the partial stored before one thread announces it (the barrier, then the atomic's
+    # release); the last program's acquire makes every other program's partial visible to it.
+    gl.barrier()
+    arrived = gl.atomic_add(arrivals_ptr + kv_head, 1, sem="acq_rel", scope="gpu")""",
+     """    arrived = gl.atomic_add(arrivals_ptr + kv_head, 1, sem="acq_rel", scope="gpu")
+    if n_blocks > 0:
+        store_partial(o, m_i, l_i, part_o_ptr, part_m_ptr, part_l_ptr, kv_head * splits + split, GROUP, s_layout,
+                      o_layout)
+    gl.barrier()""",
+     {"versions": (), "orders": False}, "stored after every release"),
+]
+
+
+def planted(old: str, new: str, directory):
+    """This probe with ``old`` replaced by ``new``, loaded as a module from ``directory``."""
+    import importlib.util
+
+    source = Path(__file__).read_text(encoding="utf-8")
+    marker = "# -- One-mistake variants"
+    code, rest = source.split(marker, 1)             # the plants' own text is not the code they change
+    if code.count(old) != 1:
+        raise ValueError(f"a plant's text occurs {code.count(old)} times in the probe, not once: {old[:60]!r}")
+    path = Path(directory) / "probe_attention_decode_planted.py"
+    path.write_text(code.replace(old, new) + marker + rest, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"probe_attention_decode_planted_{abs(hash(new))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def plant_verdicts(plants=PLANTS, computes=COMPUTES, show=print) -> str | None:
+    """Each plant through the check that must reject it: None when every one is rejected with its words."""
+    import tempfile
+
+    for what, old, new, only, words in plants:
+        with tempfile.TemporaryDirectory() as directory:
+            module = planted(old, new, directory)
+            kwargs = {"computes": computes, **only}
+            said = module.host_check(**kwargs)
+        if not said or words not in said:
+            return f"the plant '{what}' was not rejected as expected: {said}"
+        show(f"  rejected: {what}\n    {said[:300]}")
     return None
