@@ -718,6 +718,176 @@ def host_check(computes=COMPUTES, gqa_shapes=MODEL_GQA_SHAPES, decode_shapes=MOD
     return None
 
 
+# == 4. Without a GPU: the compiler ====================================================================================
+
+def decode_compiled(compute: str, head_dim: int = 128, group: int = 4, cfg: dict | None = None):
+    """decode_split_kernel compiled for sm_90 as DecodePlan launches it."""
+    from gluon_course.machine import compile_cached, tensor_descriptor_type
+
+    cfg = {**DECODE_CONFIG, **(cfg or {})}
+    block = [cfg["BLOCK_N"], head_dim]
+    desc = tensor_descriptor_type("bf16", block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+    signature = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "o_ptr": "*bf16", "seq_lens_ptr": "*i32",
+                 "part_o_ptr": "*fp32", "part_m_ptr": "*fp32", "part_l_ptr": "*fp32", "arrivals_ptr": "*i32",
+                 "H_KV": "i32", "L": "i32", "chunk": "i32", "splits": "i32", "qk_scale": "fp32"}
+    return compile_cached(decode_split_kernel, "sm_90", signature=signature,
+                          constexprs=decode_constexprs(compute, group, head_dim, cfg),
+                          aligned=("q_ptr", "o_ptr", "part_o_ptr"), num_warps=cfg["num_warps"])
+
+
+def gqa_compiled(version: str, head_dim: int = 128, causal: bool = True, heads: int = 32, group: int = 4):
+    """The GQA prefill kernel compiled for sm_90 at lesson 36's configuration."""
+    from gluon_course.machine import compile_cached, tensor_descriptor_type
+
+    cfg = LESSON.CONFIGS[version]
+
+    def desc(rows):
+        return tensor_descriptor_type("bf16", [rows, head_dim],
+                                      gl.NVMMASharedLayout.get_default_for([rows, head_dim], gl.bfloat16))
+    signature = {"q_desc": desc(cfg["BLOCK_M"]), "k_desc": desc(cfg["BLOCK_N"]), "v_desc": desc(cfg["BLOCK_N"]),
+                 "o_ptr": "*bf16", "Sq": "i32", "Sk": "i32", "qk_scale": "fp32"}
+    return compile_cached(GQA_KERNELS[version], "sm_90", signature=signature,
+                          constexprs=gqa_constexprs(version, cfg, head_dim, causal, heads, group), aligned=("o_ptr",),
+                          num_warps=cfg["num_warps"])
+
+
+def _conditional_loops(k) -> list[tuple[int, int]]:
+    """Loop bodies closed by a conditional backward branch (an mbarrier wait's slow path jumps back unconditionally:
+    not a loop of the kernel)."""
+    import re
+
+    spans = []
+    for ins in k.instructions():
+        m = re.search(r"\bBRA\s+0x([0-9a-f]+)", ins.text)
+        if m and ins.text.startswith("@") and int(m.group(1), 16) <= ins.address:
+            spans.append((int(m.group(1), 16), ins.address))
+    return sorted(spans)
+
+
+def decode_facts(compute: str, head_dim: int = 128, group: int = 4, cfg: dict | None = None) -> dict:
+    """The facts of one compile: resources and programs an SM, then the key loop's instructions per key block (the
+    loop that holds MUFU.EX2 and TMA's copies) and the combine's loops (those that read the partials, .STRONG.GPU)."""
+    from gluon_course.machine.occupancy import occupancy_of
+
+    cfg = {**DECODE_CONFIG, **(cfg or {})}
+    k = decode_compiled(compute, head_dim, group, cfg)
+    loops = _conditional_loops(k)
+
+    def ops_in(first, last):
+        return k.opcodes_between(first, last)
+    key = [span for span in loops if "MUFU.EX2" in ops_in(*span) and "UTMALDG.2D" in ops_in(*span)]
+    combine = [span for span in loops if any(op.startswith("LDG") and "STRONG" in op for op in ops_in(*span))]
+    ops = ops_in(*key[0]) if len(key) == 1 else {}
+    count = lambda *prefixes: sum(n for op, n in ops.items() if op.startswith(prefixes))  # noqa: E731
+    threads = 32 * cfg["num_warps"]
+    qrows = decode_constexprs(compute, group, head_dim, cfg)["QROWS"]
+    # The scores a thread holds and exponentiates: wgmma's and mma.sync's accumulators hold each score once (a thread
+    # 2 rows of its warp's 16); the CUDA cores' layout puts 4 lanes along the head dim, each of which ends the
+    # reduction with the whole score (4 copies), a warp a query row.
+    held = qrows * cfg["BLOCK_N"] / threads * (4 if compute == "fma" else 1)
+    rows = 1 if compute == "fma" else 2
+    return {"compute": compute, "registers": k.registers, "spills": k.spills, "shared_bytes": k.shared_bytes,
+            "programs_per_sm": occupancy_of(k, cfg["num_warps"]).blocks, "key_loops": len(key),
+            "tma_loads": count("UTMALDG"), "global_loads": {op: n for op, n in ops.items() if op.startswith("LDG")},
+            "products": {op: n for op, n in ops.items() if op.startswith(("HGMMA", "HMMA", "FFMA", "FMUL", "FADD"))},
+            "ex2": count("MUFU.EX2"), "scores_per_thread": held, "rows_per_thread": rows,
+            "useful_scores_per_thread": group * cfg["BLOCK_N"] / threads,
+            "shared_loads": {op: n for op, n in ops.items() if op.startswith(("LDS", "LDSM"))},
+            "shared_stores": count("STS"), "shuffles": count("SHFL"), "cta_barriers": count("BAR.SYNC"),
+            "bf16_unpacks": count("PRMT", "SHF", "IMAD.U32"), "fsel": count("FSEL"),
+            "combine_loops": len(combine), "bytes_in_flight": cfg["STAGES"] * 2 * cfg["BLOCK_N"] * head_dim * 2,
+            "compiled": k}
+
+
+def decode_facts_problem(f: dict, cfg: dict | None = None) -> str | None:
+    """What the probe asserts of a decode compile: it fits (two programs an SM at DECODE_CONFIG, the split rule's
+    assumption), spills nothing, has one key loop whose K and V come by TMA (two UTMALDG a block: the refill) with no
+    LDG of the cache, one MUFU.EX2 a score it holds and one a row (the rescale), the products on the unit named, and a
+    combine that reads the partials from L2 (.STRONG.GPU loads)."""
+    from gluon_course.grading.gemm_kernel import fits
+
+    cfg = {**DECODE_CONFIG, **(cfg or {})}
+    where = f"decode by {f['compute']}"
+    problem = fits(f["compiled"], cfg["num_warps"], cfg)
+    if problem:
+        return f"{where}: {problem}"
+    if f["programs_per_sm"] < PROGRAMS_PER_SM:
+        return (f"{where}: {f['programs_per_sm']} program(s) an SM where split_rule counts on {PROGRAMS_PER_SM} "
+                f"({f['shared_bytes']} bytes of shared memory, {f['registers']} registers a thread)")
+    if f["key_loops"] != 1:
+        return f"{where}: {f['key_loops']} loops hold TMA copies and exponentials, where the kernel has one key loop"
+    if f["tma_loads"] != 2 or f["global_loads"]:
+        return (f"{where}: the key loop issues {f['tma_loads']} TMA copies and global loads {f['global_loads']}, where "
+                "K's and V's block come as two TMA copies and nothing else is read from global memory")
+    want = {"wgmma": ("HGMMA",), "mma_v2": ("HMMA",), "fma": ("FFMA",)}[f["compute"]]
+    if not any(op.startswith(want) for op in f["products"]) or \
+            (f["compute"] == "fma" and any(op.startswith(("HGMMA", "HMMA")) for op in f["products"])):
+        return f"{where}: the key loop's products are {f['products']}, not on {want[0]}"
+    if f["ex2"] != f["scores_per_thread"] + f["rows_per_thread"]:
+        return (f"{where}: {f['ex2']} MUFU.EX2 in the key loop where each of a thread's {f['scores_per_thread']:g} "
+                f"scores takes one and each of its {f['rows_per_thread']} rows one more (the rescale)")
+    if not f["combine_loops"]:
+        return f"{where}: no loop reads the partials (LDG .STRONG.GPU): where is the combine?"
+    return None
+
+
+def facts_table(computes=COMPUTES, head_dims=(128, 64)) -> str:
+    """The sm_90 facts of each way of computing, GROUP 4 (32 query heads on 8 KV heads), per key block of the key
+    loop (static instruction counts: the loop body runs once a block)."""
+    cfg = DECODE_CONFIG
+    lines = [f"Decode, GROUP 4, BLOCK_N {cfg['BLOCK_N']}, {cfg['STAGES']} slots, {cfg['num_warps']} warps; per key "
+             "block, per thread, in the key loop:", "",
+             "| compute | hd | regs | spills | smem KiB | programs/SM | KiB in flight/SM | loads (K, V) | products | "
+             "MUFU.EX2 (scores held + rows; useful scores) | LDS / LDSM | STS | SHFL | BAR.SYNC | FSEL |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for hd in head_dims:
+        for compute in computes:
+            f = decode_facts(compute, hd)
+            loads = f"{f['tma_loads']}× UTMALDG.2D" + (f" + {f['global_loads']}" if f["global_loads"] else "")
+            products = ", ".join(f"{n}× {op}" for op, n in sorted(f["products"].items()))
+            shared = ", ".join(f"{n}× {op}" for op, n in sorted(f["shared_loads"].items())) or "0"
+            lines.append(f"| {compute} | {hd} | {f['registers']} | {f['spills']} | {f['shared_bytes'] / 1024:.0f} | "
+                         f"{f['programs_per_sm']} | {f['programs_per_sm'] * f['bytes_in_flight'] / 1024:.0f} | "
+                         f"{loads} | {products} | {f['ex2']} ({f['scores_per_thread']:g} + {f['rows_per_thread']}; "
+                         f"{f['useful_scores_per_thread']:g}) | {shared} | {f['shared_stores']} | {f['shuffles']} | "
+                         f"{f['cta_barriers']} | {f['fsel']} |")
+    lines.append("")
+    for version in ("v0", "v2"):
+        k = gqa_compiled(version)
+        hgmma = {}
+        for a, b in attention.key_loops(k):
+            for op, n in attention.loop_facts(k, a, b, LESSON.CONFIGS[version], 128)["hgmma"].items():
+                hgmma[op] = hgmma.get(op, 0) + n
+        lines.append(f"GQA prefill {version} (causal, head dim 128, 32 query heads on 8): {k.registers} registers, "
+                     f"{k.spills} spills, {k.shared_bytes / 1024:.0f} KiB shared; its two key loops' HGMMAs {hgmma}")
+    return "\n".join(lines)
+
+
+def compile_check(computes=COMPUTES, head_dims=(128, 64), show=None) -> str | None:
+    """decode_facts_problem on each way of computing at each head dim, and lesson 36's facts on the GQA prefill
+    kernels (attention.facts_problem: the same two key loops, P from registers, masks only where needed)."""
+    for hd in head_dims:
+        for compute in computes:
+            problem = decode_facts_problem(decode_facts(compute, hd))
+            if problem:
+                return f"head dim {hd}: {problem}"
+            if show:
+                show(f"  decode by {compute}, head dim {hd}: fits, no spills, one key loop on TMA, the combine's loops")
+    for version in ("v0", "v2"):
+        cfg = LESSON.CONFIGS[version]
+        k = gqa_compiled(version)
+        loops = attention.key_loops(k)
+        f = {"name": f"GQA {version}", "head_dim": 128, "causal": True, "compiled": k,
+             "loops": [attention.loop_facts(k, a, b, cfg, 128) for a, b in loops]}
+        problem = attention.facts_problem(f, cfg)
+        if problem:
+            return problem
+        if show:
+            show(f"  GQA prefill {version}: lesson 36's facts hold (two key loops, P from registers, masks only where "
+                 "needed)")
+    return None
+
+
 # -- One-mistake variants the checks must reject ----------------------------------------------------------------------
 # (mistake, old text (once in this file), new text, the check that must reject it and its keyword arguments, words
 # its sentence must hold). The checks are host_check's parts: ``gqa`` the prefill shapes, ``decode`` the decode shapes
