@@ -959,3 +959,202 @@ def plant_verdicts(plants=PLANTS, computes=COMPUTES, show=print) -> str | None:
             return f"the plant '{what}' was not rejected as expected: {said}"
         show(f"  rejected: {what}\n    {said[:300]}")
     return None
+
+
+# == 5. On a GPU ======================================================================================================
+
+WATCHDOG_S = 540
+HQ, HKV, HEAD_DIM = 32, 8, 128
+# (batch, cache length): the issue's decode anchors.
+TIMED = ((1, 4096), (1, 32768), (16, 4096), (16, 32768), (64, 8192))
+GPU_ODD = ((1, 32, 8, 1, (1,)), (3, 32, 8, 1000, (1000, 1, 777)), (2, 8, 8, 5000, (4099, 5000)),
+           (1, 32, 8, 20000, (19999,)))
+
+
+def gpu_decode_problem(compute: str, shape, seed: int = 0) -> str | None:
+    """Two decodes on one plan at ``shape`` (batch, Hq, Hkv, L, seq_lens), O poisoned and guarded, the cache past
+    each length holding large finite stale rows, against fp32 math on the GPU within attention.gpu_reference's bound.
+    (Stale rows must be finite: the kernel multiplies them by P = 0, and 0 · NaN is NaN.)"""
+    from gluon_course.measure.tensors import guarded_empty, is_poison
+
+    B, Hq, Hkv, L, lens = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(B, Hq, 1, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
+    k = torch.randn(B, Hkv, L, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
+    v = torch.randn(B, Hkv, L, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
+    for b, n in enumerate(lens):
+        k[b, :, n:] *= 8
+        v[b, :, n:] = 64
+    seq_lens = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    out = guarded_empty((B, Hq, 1, HEAD_DIM), dtype=torch.bfloat16)
+    plan = DecodePlan(q, k, v, seq_lens, compute, out.tensor)
+    for _ in range(2):                                  # twice: the counters must be back at 0 after a call
+        plan.launch()
+    torch.cuda.synchronize()
+    got = out.tensor.float()
+    if is_poison(got).any():
+        return f"{int(is_poison(got).sum())} element(s) of O never written"
+    if not out.margins_untouched():
+        return "a write past O's ends"
+    if plan.arrivals.any():
+        return "a counter not back at 0 after the call"
+    group = Hq // Hkv
+    for b, n in enumerate(lens):
+        kb = k[b:b + 1, :, :n].repeat_interleave(group, 1)
+        vb = v[b:b + 1, :, :n].repeat_interleave(group, 1)
+        want, bound = attention.gpu_reference(q[b:b + 1], kb, vb, False)
+        bad = (got[b:b + 1] - want).abs() > bound
+        if bad.any():
+            where = bad.nonzero()[0].tolist()
+            return (f"sequence {b} ({n} keys, {plan.splits} splits of {plan.chunk}): {int(bad.sum())} element(s) "
+                    f"outside the bound, first O{where}")
+    return None
+
+
+def gpu_gqa_problem(version: str) -> str | None:
+    """The GQA prefill at odd shapes, causal and not, against fp32 math with each KV head repeated."""
+    from gluon_course.measure.tensors import guarded_empty, is_poison
+
+    for B, Hq, Hkv, Sq, Sk in ((1, 32, 8, 1, 1), (2, 8, 2, 100, 300), (1, 32, 8, 1000, 1000), (2, 4, 4, 300, 129)):
+        for causal in (False, True):
+            g = torch.Generator(device="cuda").manual_seed(1)
+            q = torch.randn(B, Hq, Sq, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
+            k, v = (torch.randn(B, Hkv, Sk, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16) for _ in "kv")
+            out = guarded_empty((B, Hq, Sq, HEAD_DIM), dtype=torch.bfloat16)
+            gqa_attention(q, k, v, causal, version, out=out.tensor)
+            torch.cuda.synchronize()
+            got = out.tensor.float()
+            want, bound = attention.gpu_reference(q, k.repeat_interleave(Hq // Hkv, 1),
+                                                  v.repeat_interleave(Hq // Hkv, 1), causal)
+            if is_poison(got).any() or not out.margins_untouched() or ((got - want).abs() > bound).any():
+                return f"GQA {version} at {(B, Hq, Hkv, Sq, Sk)}{', causal' if causal else ''}: wrong"
+    return None
+
+
+def time_decode(batch: int, L: int, copy_tbs: float) -> dict:
+    """Each way of computing and SDPA's backends (enable_gqa) at one shape, launches interleaved: µs, the cache's
+    bytes over the time in TB/s and as a fraction of the device copy's bandwidth."""
+    g = torch.Generator(device="cuda").manual_seed(2)
+    q = torch.randn(batch, HQ, 1, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(batch, HKV, L, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16) for _ in "kv")
+    seq_lens = torch.full((batch,), L, dtype=torch.int32, device="cuda")
+    calls, refused, plans = {}, {}, {}
+    for compute in COMPUTES:
+        plans[compute] = DecodePlan(q, k, v, seq_lens, compute)
+        calls[compute] = plans[compute].launch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for backend in attention.SDPA_BACKENDS:
+        chosen = getattr(SDPBackend, backend)
+
+        def fn(chosen=chosen):
+            with sdpa_kernel([chosen]):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        try:
+            fn()
+            torch.cuda.synchronize()
+            calls[backend.split("_")[0].lower()] = fn
+        except RuntimeError as e:
+            refused[backend] = str(e).splitlines()[0][:200]
+    for fn in calls.values():
+        fn()
+    torch.cuda.synchronize()
+    ms = attention.interleaved_ms(calls)
+    nbytes = 2 * k.numel() * k.element_size()
+    tbs = {name: nbytes / (t * 1e-3) / 1e12 for name, t in ms.items()}
+    library = {n: t for n, t in tbs.items() if n in ("cudnn", "flash", "efficient")}
+    return {"batch": batch, "L": L, "cache_bytes": nbytes, "us": {n: t * 1e3 for n, t in ms.items()}, "tbs": tbs,
+            "fraction_of_copy": {n: t / copy_tbs for n, t in tbs.items()},
+            "splits": {c: [plans[c].splits, plans[c].chunk] for c in COMPUTES},
+            "best_library": max(library, key=library.get) if library else None, "refused": refused}
+
+
+def gpu_main(path: str) -> None:
+    import faulthandler
+    import subprocess
+    from datetime import datetime, timezone
+
+    from gluon_course.measure.timing import copy_ceiling_tbs
+
+    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
+    t0 = time.time()
+    found = {"what": "issue 42, lesson 38's groundwork: GQA prefill, and split-KV decode by wgmma, mma_v2 and CUDA "
+                     "cores against SDPA's backends (enable_gqa)",
+             "produced_by": {"probe": "tools/probes/probe_attention_decode.py",
+                             "command": "python tools/probes/probe_attention_decode.py OUT.json",
+                             "established_from": "the run's own output (the probe writes this field)"},
+             "gpu": torch.cuda.get_device_name(), "triton": triton.__version__, "torch": torch.__version__,
+             "cuda": torch.version.cuda, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+             "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
+             "config": DECODE_CONFIG, "sms": torch.cuda.get_device_properties(0).multi_processor_count}
+
+    def save():
+        with open(path, "w") as fh:
+            json.dump(found, fh, indent=1)
+
+    problem = None
+    for version in ("v0", "v2"):
+        problem = problem or gpu_gqa_problem(version)
+    for compute in COMPUTES:
+        for shape in GPU_ODD:
+            if problem is None:
+                said = gpu_decode_problem(compute, shape)
+                problem = f"decode by {compute} at {shape}: {said}" if said else None
+    found["correct"] = problem or "passed"
+    save()
+    if problem:
+        print(f"correctness failed, no timing: {problem}", flush=True)
+        return
+    print(f"correct ({time.time() - t0:.0f} s)", flush=True)
+    copy = copy_ceiling_tbs()
+    found["copy_tbs"] = copy
+    rows = []
+    for batch, L in TIMED:
+        try:
+            rows.append(time_decode(batch, L, copy))
+        except Exception as e:                        # kept in the JSON; the other rows still run
+            found.setdefault("errors", []).append(f"{batch} x {L}: {type(e).__name__}: {e}")
+            continue
+        found["timings"] = rows
+        save()
+    found["seconds"] = round(time.time() - t0, 1)
+    save()
+    names = list(COMPUTES) + ["cudnn", "flash", "efficient"]
+    print(f"\ncopy ceiling {copy:.2f} TB/s; the cache's bytes over the time, as a fraction of it (µs)\n")
+    print("| batch × L | cache MB | " + " | ".join(names) + " | best ours / best SDPA |")
+    print("|---" * (len(names) + 3) + "|")
+    for r in rows:
+        f, us = r["fraction_of_copy"], r["us"]
+        ours = max(f[c] for c in COMPUTES)
+        ratio = f"{ours / f[r['best_library']]:.2f} ({r['best_library']})" if r["best_library"] else "-"
+        print(f"| {r['batch']} × {r['L']} | {r['cache_bytes'] / 1e6:.0f} | "
+              + " | ".join(f"{f[n]:.2f} ({us[n]:.0f})" if n in f else "-" for n in names) + f" | {ratio} |")
+
+
+def plan_report() -> str:
+    lines = ["| batch × L | KV heads | splits | chunk | programs | slots (132 SMs × 2) |", "|---|---|---|---|---|---|"]
+    for batch, L in TIMED:
+        splits, chunk = split_rule(batch, HKV, L, DECODE_CONFIG["BLOCK_N"])
+        lines.append(f"| {batch} × {L} | {batch * HKV} | {splits} | {chunk} | {splits * batch * HKV} | "
+                     f"{SMS * PROGRAMS_PER_SM} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args[:1] == ["--model"]:
+        said = host_check(show=print)
+    elif args[:1] == ["--compile"]:
+        print(facts_table())
+        said = compile_check(show=print)
+    elif args[:1] == ["--plants"]:
+        said = plant_verdicts()
+    elif args[:1] == ["--plan"]:
+        print(plan_report())
+        said = None
+    elif len(args) == 1 and args[0].endswith(".json"):
+        gpu_main(args[0])
+        sys.exit(0)
+    else:
+        sys.exit(__doc__)
+    print(said or "passed")
+    sys.exit(1 if said else 0)
