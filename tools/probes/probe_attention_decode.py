@@ -21,7 +21,17 @@ Three ways of doing a key block's two products (``COMPUTE``), compared on their 
 ``wgmma`` (the GROUP queries padded to wgmma's 64 rows, Q from registers, K and V from the ring), ``mma_v2`` (Ampere's
 mma.sync, 16 rows, K and V loaded from the ring into registers) and ``fma`` (CUDA cores: gl.sum of products, lesson
 10's way). All three read K and V the same way, by TMA into the ring: decode is a stream of the cache's bytes, and the
-number of bytes in flight per SM is what sets its speed, not the unit that multiplies them.
+number of bytes in flight per SM is what sets its speed, not the unit that multiplies them. What the sm_90 compiles
+say (``--compile``, GROUP 4, head dim 128, per key block of 64 keys and per thread): each variant's key loop issues the
+same two UTMALDG.2D and no LDG, fits two programs an SM (96 KiB of ring each: 192 KiB of K and V in flight an SM) and
+spills nothing; wgmma does the block in 12 HGMMA and about 120 other floating-point instructions but exponentiates 32
+scores a thread where 2 are useful (60 of its 64 rows are padding), with no shared-memory load and 4 BAR.SYNC;
+mma_v2 in 32 HMMA, 16 LDSM and 10 MUFU.EX2, with 9 BAR.SYNC (its row max and sum cross warps); the CUDA cores in
+about 900 FADD/FFMA/FMUL, 64 LDS.128 and 118 SHFL. The CUDA cores' issue is the only one near a block's time budget at
+the copy's bandwidth (about 3 500 cycles a block a program at two programs an SM), and their layout spills at GROUP 1
+and 8; wgmma (no loads from shared memory to registers, the fewest instructions) is the default, and the GPU step
+times all three. Not built: wgmma with the keys on its 64-row side (Sᵀ = K·Qᵀ, Q and P in shared memory as B), which
+would waste 2× instead of 16×.
 
     python tools/probes/probe_attention_decode.py --model     CPU: both kernels in the host model on small odd shapes
     python tools/probes/probe_attention_decode.py --compile   CPU: sm_90 compiles, the table of facts
