@@ -317,3 +317,23 @@ def test_elementwise_math_as_numpy_in_fp32():
     a = np.abs(x).astype(np.float64)
     want = a * np.sqrt(a) + np.log2(a + 1) + 1 / np.sqrt(a + 1) + np.log(a + 1) + np.exp(-a) + np.exp2(-a)
     assert np.allclose(yb.values(), want, rtol=1e-6, atol=1e-6)
+
+
+@gluon.jit
+def _lengths_kernel(len_ptr, y_ptr, BLOCK: gl.constexpr):
+    """A loop whose bound is loaded from an int32 tensor (a sequence's length, lesson 38's decode)."""
+    n = gl.load(len_ptr + gl.program_id(0))
+    offs = gl.arange(0, BLOCK, layout=gl.BlockedLayout([1], [32], [1], [0]))
+    total = gl.zeros([BLOCK], gl.float32, layout=gl.BlockedLayout([1], [32], [1], [0]))
+    for i in range(gl.cdiv(n, 2)):
+        total += 1.0
+    gl.store(y_ptr + gl.program_id(0) * BLOCK + offs, total)
+
+
+def test_an_int32_tensor_loads_as_integers():
+    """What a kernel loads from an integer tensor is an integer, so a loop bound or an offset computed from it is one
+    (it was a float, which Python's range refuses)."""
+    lengths = Buffer("lengths", np.array([5, 0, 8], np.float32), gl.int32)
+    y = Buffer("Y", np.zeros(3 * 32, np.float32), gl.float32, poison=True)
+    run(_lengths_kernel, 3, Pointer(lengths), Pointer(y), BLOCK=32, num_warps=1)
+    assert (y.values().reshape(3, 32)[:, 0] == [3, 0, 4]).all() and (y.writes == 1).all()

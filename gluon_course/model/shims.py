@@ -164,6 +164,10 @@ def load(pointer, mask=None, other=None, *args, **kwargs):
     values = pointer.buffer.read(offsets, mask_b)
     if other_b is not None:
         values = np.where(mask_b, values, other_b)
+    if _float_or_int(pointer.buffer.dtype) is np.int64 and not np.isnan(values).any():
+        # An integer tensor (a length, an index) loads as integers, so that what the kernel computes from it (a loop's
+        # bound, an offset) is an integer as on the GPU. A masked lane without ``other`` stays NaN: no value.
+        values = values.astype(np.int64)
     # Logged with its buffer: a check may ask when a buffer was first read (lesson 35: nothing the previous kernel
     # writes is read before griddepcontrol.wait).
     program().log(current(), "global load", buffer=pointer.buffer.name)
