@@ -128,9 +128,9 @@ def model_launch(mod, version: str, q, k, v, causal: bool, cfg=None, sm_scale=No
     return o_buf.values().reshape(shape), o_buf.writes.reshape(shape), runs
 
 
-def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0) -> str | None:
-    """Kernel ``version`` at one shape (B, H, Sq, Sk) in the host model against the fp64 reference: None or a
-    sentence."""
+def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0, cfg: dict | None = None) -> str | None:
+    """Kernel ``version`` at one shape (B, H, Sq, Sk) in the host model (at MODEL_CFGS[version], or ``cfg``) against
+    the fp64 reference: None or a sentence."""
     from ..model import ModelError, ModelUnsupported
 
     B, H, Sq, Sk = shape
@@ -138,7 +138,7 @@ def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0) ->
     where = (f"{version}{', causal' if causal else ', not causal'}, batch {B} × {H} heads, Sq {Sq}, Sk {Sk}"
              + (f", scores scaled ×{scale ** 2:g}" if scale != 1 else ""))
     try:
-        got, writes, _ = model_launch(mod, version, q, k, v, causal)
+        got, writes, _ = model_launch(mod, version, q, k, v, causal, cfg)
     except ModelUnsupported as e:
         return not_modelled(e)
     except ModelError as e:
@@ -321,6 +321,96 @@ def facts_problem(f: dict, cfg: dict, parts=("mma", "ex2", "registers", "masks")
     if "masks" in parts and not loops[1]["fsel"]:
         return f"{where}: the masked key loop holds no FSEL: the −inf of masked keys is never selected"
     return None
+
+
+# -- lesson 37: the order of a key loop's instructions ----------------------------------------------------------------
+
+_BARRIER_ADDRESS = re.compile(r"\[U?R\w+(?:\+0x([0-9a-f]+))?\]")
+
+
+def barrier_offsets(k, names) -> dict[int, str]:
+    """Each mbarrier's offset in shared memory as the listing addresses it, named. ``names``: the kernel's
+    mbarrier.init calls in order (a ring's barriers under the ring's name, one per slot). The inits
+    (``SYNCS.EXCH.64 URZ, [UR9+0x28120], ...``) come in that order in Triton 3.9.0's listings of lesson 37's kernels,
+    and a loop addresses a ring's barrier of any slot as a base register (moved by the slot) plus slot 0's offset, so
+    slot 0's offset names the ring."""
+    offsets = []
+    for i in k.instructions():
+        if i.opcode.startswith("SYNCS.EXCH"):
+            m = _BARRIER_ADDRESS.search(i.text)
+            offsets.append(int(m.group(1) or "0", 16) if m else None)
+    if len(offsets) != len(names):
+        raise ValueError(f"the listing initialises {len(offsets)} mbarriers where {len(names)} names were given")
+    named = {}
+    for offset, name in zip(offsets, names):
+        named.setdefault(offset, name)
+    return named
+
+
+def loop_events(k, first: int, last: int, barriers: dict | None = None) -> list[tuple[str, int]]:
+    """A key loop's body in the order ptxas left it, as (event, count), runs of one kind of product or exponential
+    counted together: ``S`` an HGMMA reading A from shared memory (S = Q·Kᵀ), ``PV`` one reading A from registers
+    (O += P·V), ``EX2`` a MUFU.EX2, ``wait<d>`` a WARPGROUP.DEPBAR.LE (warpgroup_mma_wait(d)), ``wait:NAME`` and
+    ``arrive:NAME`` an mbarrier wait or arrive on the barrier ``barriers`` names by its offset (barrier_offsets)."""
+    events = []
+    for i in k.instructions():
+        if not first <= i.address <= last:
+            continue
+        op = i.opcode
+        if op.startswith("HGMMA"):
+            m = _HGMMA_OPERANDS.match(i.text)
+            kind = "PV" if m and m.group(1).startswith("R") else "S"
+        elif op == "MUFU.EX2":
+            kind = "EX2"
+        elif op == "WARPGROUP.DEPBAR.LE":
+            kind = f"wait<{int(i.text.rsplit(',', 1)[1].strip().rstrip(';'), 0)}>"
+        elif op.startswith(("SYNCS.PHASECHK", "SYNCS.ARRIVE")):
+            m = _BARRIER_ADDRESS.search(i.text)
+            offset = int(m.group(1) or "0", 16) if m else None
+            name = (barriers or {}).get(offset, f"{offset:#x}" if offset is not None else "?")
+            kind = ("wait:" if op.startswith("SYNCS.PHASECHK") else "arrive:") + name
+        else:
+            continue
+        if events and events[-1][0] == kind and kind in ("S", "PV", "EX2"):
+            events[-1] = (kind, events[-1][1] + 1)
+        else:
+            events.append((kind, 1))
+    return events
+
+
+def overlap_facts(events, turn: str = "turn") -> dict:
+    """What a key loop's order (loop_events) overlaps: ``ex2_under_s``, the exponentials issued while a group of S's
+    products is in flight (after its first HGMMA, before the wgmma wait that retires it: a wait of depth d retires a
+    group once d or more groups were issued after it); ``ex2_under_pv`` the same for P·V's; ``turn_waits`` and
+    ``turn_passes``, the waits and arrives on barriers named ``turn``...; ``turn_passed_before_ex2``, whether the first
+    such arrive comes before the first EX2 (None without one). The listing is read once through, not around the
+    loop's back edge (in lesson 37's loops no product is in flight there)."""
+    def under(target):
+        count, inside, later, last_kind = 0, False, 0, None
+        for name, n in events:
+            if name in ("S", "PV"):
+                if name != last_kind and inside:
+                    later += 1
+                if name == target and not inside and name != last_kind:
+                    inside, later = True, 0
+                last_kind = name
+            elif name.startswith("wait<") and inside and int(name[5:-1]) <= later:
+                break
+            elif name == "EX2" and inside:
+                count += n
+        return count
+    names = [name for name, _ in events]
+    first_ex2 = names.index("EX2") if "EX2" in names else None
+    passes = [i for i, name in enumerate(names) if name.startswith(f"arrive:{turn}")]
+    return {"ex2": sum(n for name, n in events if name == "EX2"), "ex2_under_s": under("S"),
+            "ex2_under_pv": under("PV"), "turn_waits": sum(name.startswith(f"wait:{turn}") for name in names),
+            "turn_passes": len(passes),
+            "turn_passed_before_ex2": (passes[0] < first_ex2) if passes and first_ex2 is not None else None}
+
+
+def events_text(events) -> str:
+    """loop_events as one line: ``S×2 EX2×5 S … wait<0> arrive:k_empty``."""
+    return " ".join(f"{name}×{n}" if n > 1 else name for name, n in events)
 
 
 def gpu_reference(q, k, v, causal: bool):
