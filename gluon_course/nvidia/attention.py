@@ -325,7 +325,7 @@ def facts_problem(f: dict, cfg: dict, parts=("mma", "ex2", "registers", "masks")
 
 # -- lesson 37: the order of a key loop's instructions ----------------------------------------------------------------
 
-_BARRIER_ADDRESS = re.compile(r"\[U?R\w+(?:\+0x([0-9a-f]+))?\]")
+_BARRIER_ADDRESS = re.compile(r"\[(?:U?R\w+\+)*U?R\w+(?:\+0x([0-9a-f]+))?\]")
 
 
 def barrier_offsets(k, names) -> dict[int, str]:

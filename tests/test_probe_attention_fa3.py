@@ -1,0 +1,73 @@
+"""tools/probes/probe_attention_fa3.py without a GPU: its kernels (lesson 37's steps on lesson 36's v2) in the host model
+on a reduced set of shapes, their sm_90 facts, and the plants each step must reject (and the early-looking releases
+it must accept)."""
+import importlib.util
+import sys
+
+import pytest
+
+from gluon_course.course import repo_root
+
+# A probe's checks, not the course's: `make test-probes` runs them (CI does, after `make test`).
+pytestmark = pytest.mark.probe
+
+PROBE = repo_root() / "tools" / "probes" / "probe_attention_fa3.py"
+
+
+@pytest.fixture(scope="module")
+def probe():
+    spec = importlib.util.spec_from_file_location("probe_attention_fa3", PROBE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_every_step_passes_the_host_model(probe):
+    """A tail block, Sq ≠ Sk both ways, causal and not, and scores past exp2's range: O within the fp64 reference's
+    bound, each element written once, no race on a slot, no hang."""
+    shapes = ((1, 1, 200, 230), (1, 2, 100, 17), (1, 2, 1, 1))
+    assert probe.model_step(probe, probe.FA3_VERSIONS, shapes) is None
+
+
+def test_the_steps_compile_with_their_facts(probe):
+    """At head dim 128, causal: no spill, wgmma not serialized, lesson 36's per-loop facts, and what each step is
+    for where the compile keeps it (v3 and v4: every EX2 of a key loop issued while the next block's S is in
+    flight; v4 and v4_pv: one take and one pass of the turn per loop)."""
+    for version in probe.FA3_VERSIONS:
+        f = probe.facts(version, 128, True, mod=probe)
+        assert probe.facts_problem(f, probe.CONFIGS[version]) is None, version
+
+
+def test_what_the_compile_does_to_each_order(probe):
+    """The docstring's findings, read off the listings: in v3's order ptxas hoists the softmax's exponentials into
+    the shadow of the next S, and in v4 the turn's handover sinks below them; in FA3's order the handover stays right
+    after the products, and the exponentials sink below the wait that retires P·V."""
+    v4 = probe.facts("v4", 128, True, mod=probe)
+    v4_pv = probe.facts("v4_pv", 128, True, mod=probe)
+    for loop in v4["loops"]:
+        assert loop["ex2_under_s"] == loop["ex2"] and loop["turn_passed_before_ex2"] is False
+    for loop in v4_pv["loops"]:
+        assert loop["ex2_under_pv"] == 0 and loop["turn_passed_before_ex2"] is True
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_each_plant_is_rejected(probe, index):
+    """Each plant, on the first version it is meant for, by the step meant to reject it."""
+    mistake, old, new, versions, by = probe.PLANTS[index]
+    (outcome,) = probe.plant_outcomes([(mistake, old, new, versions[:1], by)])
+    assert outcome["said"], mistake
+
+
+def test_releases_that_are_not_mistakes_here_are_accepted(probe):
+    """A K slot released before the wait that retires S_{j+1}: v2's producer refills it only after the V slot that
+    the same wait frees, so the model must not call it a race."""
+    for mistake, old, new, versions, by in probe.HARMLESS:
+        (outcome,) = probe.plant_outcomes([(mistake, old, new, versions[-1:], by)])
+        assert outcome["said"] is None, (mistake, outcome["said"])
+
+
+def test_the_parametrized_plants_are_all_of_them(probe):
+    """test_each_plant_is_rejected runs range(5): every plant of the list."""
+    assert len(probe.PLANTS) == 5
