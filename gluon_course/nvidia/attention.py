@@ -148,10 +148,11 @@ def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0, cf
     return f"in the host model, {where}: {problem}" if problem else None
 
 
-def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4) -> str | None:
+def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4, cfg: dict | None = None) -> str | None:
     """The lesson's launcher (``attention``: its checks, descriptors, grid and argument order) on CPU torch tensors,
-    the GPU stood in for by the host model (gluon_course.model.launcher.ModelGPU), at the model's configuration: O
-    against the fp64 reference, each element written once. None or one sentence."""
+    the GPU stood in for by the host model (gluon_course.model.launcher.ModelGPU), at the model's configuration
+    (MODEL_CFGS[version], or ``cfg``): O against the fp64 reference, each element written once. None or one
+    sentence."""
     from ..model import ModelError, ModelUnsupported
     from ..model.launcher import ModelGPU
 
@@ -164,7 +165,7 @@ def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4) -> st
         for t, label in ((tq, "Q"), (tk, "K"), (tv, "V"), (out, "O")):
             gpu.add(t, label)
         try:
-            mod.attention(tq, tk, tv, causal, version, out=out, config=MODEL_CFGS[version])
+            mod.attention(tq, tk, tv, causal, version, out=out, config=cfg or MODEL_CFGS[version])
         except ModelUnsupported as e:
             return not_modelled(e)
         except ModelError as e:

@@ -535,7 +535,8 @@ def plant_outcomes(plants=None) -> list[dict]:
 def model_step(mod=None, versions=FA3_VERSIONS, shapes=None) -> str | None:
     """Each version in the host model on MODEL_SHAPES, causal and not, then with large scores (LARGE_SHAPE): O
     against the fp64 reference within its bound, every element written once into a NaN-poisoned O, no race on a
-    ring slot, no hang. None or a sentence."""
+    ring slot, no hang; then once through the launcher (``attention``: its checks, descriptors, grid and argument
+    order, the GPU stood in for by the model). None or a sentence."""
     mod = mod or sys.modules[__name__]
     for version in versions:
         cfg = mod.MODEL_CFGS[version]
@@ -544,7 +545,8 @@ def model_step(mod=None, versions=FA3_VERSIONS, shapes=None) -> str | None:
                 problem = att.model_problem(mod, version, shape, causal, cfg=cfg)
                 if problem:
                     return problem
-        problem = att.model_problem(mod, version, att.LARGE_SHAPE, False, att.LARGE_SCALE, cfg=cfg)
+        problem = (att.model_problem(mod, version, att.LARGE_SHAPE, False, att.LARGE_SCALE, cfg=cfg)
+                   or att.launcher_problem(mod, version, (1, 2, 100, 17), True, cfg=cfg))
         if problem:
             return problem
     return None
