@@ -411,12 +411,18 @@ def prepared(q, k, v, causal: bool = False, version: str = "v4", out=None, sm_sc
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     from gluon_course.nvidia.hopper import require_hopper
+    from gluon_course.validate import require_separate_output
 
     cfg = config or CONFIGS[version]
     v36.require_attention_args(q, k, v, cfg)
     require_hopper(q)
     B, H, Sq, D = q.shape
     out = torch.empty_like(q) if out is None else out
+    # Lesson 36's refusals of an output, word for word in its launcher.
+    if out.shape != q.shape or out.dtype != torch.bfloat16 or not out.is_contiguous():
+        raise ValueError(f"out is {tuple(out.shape)} {out.dtype}: it must be a contiguous bfloat16 tensor of Q's shape "
+                         f"{tuple(q.shape)} (or None, for a new one)")
+    require_separate_output(out, "out", q=q, k=k, v=v)
     sm_scale = 1 / math.sqrt(D) if sm_scale is None else sm_scale
 
     def desc(t, rows):
