@@ -36,8 +36,10 @@ def test_compiles_with_its_facts_on_a_reduced_set(probe):
     shown = []
     assert probe.compile_check(("gfx950",), (64, 128), (2, 4), show=shown.append) is None
     assert probe.compile_check(("gfx942",), (128,), (4,), show=shown.append) is None
-    rows = [line for text in shown for line in text.splitlines() if line.startswith("| gfx")]
-    assert len(rows) == 2 * (2 * 2 * 2) + 2 * 2          # a row per key loop: unmasked, masked
+    lines = [line for text in shown for line in text.splitlines() if line.startswith("| gfx")]
+    loops = [line for line in lines if "| unmasked |" in line or "| masked |" in line]
+    assert len(loops) == 2 * (2 * 2 * 2) + 2 * 2          # a row per key loop (unmasked, masked) of each compile
+    assert len(lines) - len(loops) == 2 * 2 * 2 + 2       # and one per compile for what lies outside the loops
 
 
 @needs_amd
@@ -55,6 +57,9 @@ def test_the_facts_the_readme_states(probe):
         assert unmasked["copies"] == {"buffer_load_dwordx4": 8} and not unmasked["loads"]
         assert unmasked["to_bf16"] == 16 and f["budget"].scratch_bytes == 0
     assert beyond == {2: 16, 4: 0, 8: 16}
+    # Q's tile through LDS once, before the loops (its convert_layout); O stored 4 bf16 (8 bytes) a lane at a time.
+    assert f["before_loops"] == {"buffer_load_dwordx4": 8, "ds_write_b128": 8, "ds_read_b128": 8}
+    assert f["kernel_lds_writes"] == 8 and f["stores"] == {"global_store_dwordx2": 16}
     f = probe.kernel_facts("gfx942", 128, False, 4)
     assert f["loops"][0]["lds_reads"] == {"ds_read2_b64": 16, "ds_read_u16": 128}
     assert f["loops"][0]["copies"] == {"buffer_load_dword": 32} and f["loops"][0]["to_bf16"] == 0

@@ -17,8 +17,18 @@ MFMA's layouts passed in):
 P's layout, the second MFMA's A operand, is tried at three k_widths (how many consecutive keys a lane holds; V's
 B operand takes the same, the two must agree): 2 calls lesson 36's ``online_softmax`` unchanged, which converts P to
 ``DotOperandLayout(0, o_layout, k_width=2)``; 4 and 8 go through this probe's copy of the function with P's layout
-passed in (8 is the course's MFMA table's k_width for gfx950, ``gluon_course.amd.MFMA``; 4 is gfx942's, and the one at
-which the accumulator's layout, 4 consecutive columns a lane, already is the operand's).
+passed in (8 is the course's MFMA table's k_width for gfx950, ``gluon_course.amd.MFMA``; 4 is gfx942's). The host
+model ignores layouts, so it checks the algorithm at every k_width but not Triton's lowering of each: that k_width 2
+and 4 with gfx950's v_mfma_f32_16x16x32_bf16 give the right numbers is Triton's promise (it compiles them), not yet
+a measurement.
+
+What Triton 3.9.0 makes of it (``--compile``'s table; ``tests/test_probe_attention_amd.py`` pins the gfx950 facts):
+on gfx950 every compile holds the MFMAs the tile needs and no other, one v_exp_f32 a score and a row, no LDS write in
+the key loops (Q's tile goes through LDS once, before them), 16-byte copies into LDS, V read with the transposing
+ds_read_b64_tr_b16, no scratch; P's conversion takes 16 lane swaps (v_permlane16/32_swap) a key block at k_width 2
+and 8 and none at 4, where only the row max's and sum's 8 remain. gfx942 has neither the transposing read (V is read
+one element at a time, ds_read_u16) nor a bf16 conversion instruction (rounding in integer instructions, a select
+for NaN), copies 4 bytes a lane, and exchanges lanes through ds_bpermute.
 
     python tools/probes/probe_attention_amd.py --compile   CPU: gfx950 and gfx942 compiles, the table of facts
     python tools/probes/probe_attention_amd.py --model     CPU: the host model on lesson 36's odd shapes
@@ -241,8 +251,12 @@ def kernel_facts(target: str, head_dim: int, causal: bool, p: int = LESSON_P_K_W
     cfg = cfg or CONFIG
     k = compiled(target, head_dim, causal, p, cfg)
     everything = [i for b in amdgcn.blocks(k.amdgcn) for i in b.instructions]
+    before = amdgcn.before_loop(k)
+    memory = ("buffer load", "global load", "LDS write", "LDS read")
     return {"target": target, "head_dim": head_dim, "causal": causal, "p": p, "cfg": cfg,
             "budget": amdgcn.budget(k, cfg["num_warps"]), "kernel_lds_writes": _count(everything, r"ds_(write|store)"),
+            "before_loops": {op: n for c in memory for op, n in _by_opcode(before, c).items()},
+            "stores": _by_opcode(everything, "store"),
             "loops": [loop_facts(lp, target, cfg) for lp in key_loops(k)], "compiled": k}
 
 
@@ -280,7 +294,8 @@ def facts_problem(f: dict) -> str | None:
         if loop["lds_writes"]:
             return f"{where}: the {which} key loop writes LDS ({loop['lds_writes']}): a layout conversion through LDS"
         if sum(loop["copies"].values()) != want["copies"]:
-            return f"{where}: the {which} key loop copies {loop['copies']} into LDS where Kᵀ and V take {want['copies']}"
+            return (f"{where}: the {which} key loop copies {loop['copies']} into LDS where Kᵀ and V take "
+                    f"{want['copies']}")
     if f["target"] == "gfx950" and loops[0]["selects"]:
         return f"{where}: the unmasked key loop holds {loops[0]['selects']} v_cndmask: a mask every block pays for"
     if loops[1]["selects"] <= loops[0]["selects"]:
@@ -316,6 +331,8 @@ TABLE_HEAD = ("| target | hd | causal | P k_width | loop | MFMA | v_exp / (score
 def facts_table(targets=TARGETS, head_dims=(64, 128), p_widths=P_K_WIDTHS) -> tuple[str, list[dict]]:
     """Every compile's facts as a markdown table (one row a key loop), and the facts themselves."""
     rows, facts = [TABLE_HEAD, "|" + "---|" * (TABLE_HEAD.count("|") - 1)], []
+    outside = ["", "| target | hd | causal | P k_width | before the key loops (Q's tile) | stores (O) |",
+               "|---|---|---|---|---|---|"]
     for target in targets:
         for hd in head_dims:
             for causal in (False, True):
@@ -323,7 +340,9 @@ def facts_table(targets=TARGETS, head_dims=(64, 128), p_widths=P_K_WIDTHS) -> tu
                     f = kernel_facts(target, hd, causal, p)
                     facts.append(f)
                     rows += facts_rows(f)
-    return "\n".join(rows), facts
+                    outside.append(f"| {target} | {hd} | {'yes' if causal else 'no'} | {p} | "
+                                   f"{_ops(f['before_loops'])} | {_ops(f['stores'])} |")
+    return "\n".join(rows + outside), facts
 
 
 def compile_check(targets=TARGETS, head_dims=(64, 128), p_widths=P_K_WIDTHS, show=print) -> str | None:
