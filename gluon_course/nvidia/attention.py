@@ -128,27 +128,54 @@ def model_launch(mod, version: str, q, k, v, causal: bool, cfg=None, sm_scale=No
     return o_buf.values().reshape(shape), o_buf.writes.reshape(shape), runs
 
 
-def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0, cfg: dict | None = None) -> str | None:
+def unread_copies(runs) -> str | None:
+    """A TMA copy no wait ever observes: per program and barrier, more copies reported to it than waits on it (a
+    producer that loads a block the consumers never use: wasted bandwidth, and a copy still landing in shared memory
+    when the program ends). None, or a sentence naming the barrier."""
+    for prog in runs:
+        copies, waits = {}, {}
+        for e in prog.trace:
+            if e["what"] == "tma load":
+                copies[e["barrier"]] = copies.get(e["barrier"], 0) + 1
+            elif e["what"] == "wait":
+                waits[e["barrier"]] = waits.get(e["barrier"], 0) + 1
+        for barrier, n in sorted(copies.items()):
+            if n > waits.get(barrier, 0):
+                return (f"program {list(prog.pid[:2])}: {n} copies report to {barrier} but the consumers wait on it "
+                        f"{waits.get(barrier, 0)} times: the producer loads blocks no one uses (does it visit the same "
+                        "key blocks as the consumers, key_blocks' n_all?)")
+    return None
+
+
+def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0, cfg: dict | None = None,
+                  shift: float = 0.0) -> str | None:
     """Kernel ``version`` at one shape (B, H, Sq, Sk) in the host model (at MODEL_CFGS[version], or ``cfg``) against
     the fp64 reference: None or a sentence."""
     from ..model import ModelError, ModelUnsupported
 
     B, H, Sq, Sk = shape
     q, k, v = inputs(B, H, Sq, Sk, MODEL_HEAD_DIM, scale)
+    if shift:
+        # Every score moved by about ``shift``: Q's first column 256 and K's shift·8/256 (exact in bf16), the rest
+        # as drawn. A mask value that is a large finite number, not −inf, then outweighs every real score.
+        q[..., 0], k[..., 0] = 256.0, shift * math.sqrt(MODEL_HEAD_DIM) / 256.0
+    cfg_text = f", {cfg['STAGES']} slots" if cfg and "STAGES" in cfg else ""
     where = (f"{version}{', causal' if causal else ', not causal'}, batch {B} × {H} heads, Sq {Sq}, Sk {Sk}"
-             + (f", scores scaled ×{scale ** 2:g}" if scale != 1 else ""))
+             + (f", scores scaled ×{scale ** 2:g}" if scale != 1 else "")
+             + (f", every score near {shift:g}" if shift else "") + cfg_text)
     try:
-        got, writes, _ = model_launch(mod, version, q, k, v, causal, cfg)
+        got, writes, runs = model_launch(mod, version, q, k, v, causal, cfg)
     except ModelUnsupported as e:
         return not_modelled(e)
     except ModelError as e:
         return f"in the host model, {where}: {e}"
     want, bound = reference(q, k, v, causal, 1 / math.sqrt(MODEL_HEAD_DIM))
-    problem = compare(got, want, bound, writes)
+    problem = compare(got, want, bound, writes) or unread_copies(runs)
     return f"in the host model, {where}: {problem}" if problem else None
 
 
-def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4, cfg: dict | None = None) -> str | None:
+def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4, cfg: dict | None = None,
+                     sm_scale: float | None = None) -> str | None:
     """The lesson's launcher (``attention``: its checks, descriptors, grid and argument order) on CPU torch tensors,
     the GPU stood in for by the host model (gluon_course.model.launcher.ModelGPU), at the model's configuration
     (MODEL_CFGS[version], or ``cfg``): O against the fp64 reference, each element written once. None or one
@@ -160,36 +187,86 @@ def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4, cfg: 
     q, k, v = inputs(B, H, Sq, Sk, MODEL_HEAD_DIM, seed=1)
     tq, tk, tv = (torch.from_numpy(x).to(torch.bfloat16) for x in (q, k, v))
     out = torch.full((B, H, Sq, MODEL_HEAD_DIM), float("nan"), dtype=torch.bfloat16)
-    where = f"the launcher, {version}{', causal' if causal else ', not causal'}, batch {B} × {H} heads, Sq {Sq}, Sk {Sk}"
+    where = (f"the launcher, {version}{', causal' if causal else ', not causal'}, batch {B} × {H} heads, Sq {Sq}, "
+             f"Sk {Sk}" + (f", sm_scale {sm_scale:g}" if sm_scale else ""))
     with np.errstate(over="ignore", invalid="ignore"), ModelGPU(sms) as gpu:
         for t, label in ((tq, "Q"), (tk, "K"), (tv, "V"), (out, "O")):
             gpu.add(t, label)
         try:
-            mod.attention(tq, tk, tv, causal, version, out=out, config=cfg or MODEL_CFGS[version])
+            mod.attention(tq, tk, tv, causal, version, out=out, config=cfg or MODEL_CFGS[version],
+                          sm_scale=sm_scale)
         except ModelUnsupported as e:
             return not_modelled(e)
         except ModelError as e:
             return f"in the host model, {where}: {e}"
         writes = gpu.writes(out)
-    want, bound = reference(q, k, v, causal, 1 / math.sqrt(MODEL_HEAD_DIM))
+        programs = gpu.launches[0] if gpu.launches else []
+    used = cfg or MODEL_CFGS[version]
+    tiles = -(-Sq // used["BLOCK_M"]) * B * H
+    if len(programs) != tiles:
+        return (f"in the host model, {where}: the launch ran {len(programs)} programs where one per tile of "
+                f"{used['BLOCK_M']} queries and per (batch, head) makes {tiles}: is the grid (query tiles, batch · "
+                "heads), from the configuration the launcher was given?")
+    if any(prog.num_warps != used["num_warps"] for prog in programs):
+        return (f"in the host model, {where}: the kernel ran on {programs[0].num_warps} warps where the configuration "
+                f"says {used['num_warps']}: pass num_warps=cfg['num_warps'] to the launch")
+    want, bound = reference(q, k, v, causal, sm_scale or 1 / math.sqrt(MODEL_HEAD_DIM))
     problem = compare(out.float().numpy(), want, bound, writes)
     return f"in the host model, {where}: {problem}" if problem else None
 
 
+def key_blocks_problem(mod) -> str | None:
+    """The lesson's key_blocks (run on the host) against what the masks imply, for tiles of 64 and 128 queries over
+    keys in blocks of 32 and 64, Sq and Sk odd: n_full, the leading blocks whose every key every query of the tile may
+    see (below the diagonal and before Sk), exactly; n_all, the blocks holding a key some row of the tile may see,
+    between the real queries' need (rows < Sq) and the whole tile's (rows < m0 + BLOCK_M). None or a sentence."""
+    from ..model.run import patched
+
+    key_blocks = patched(mod.key_blocks)
+    for BM, BN in ((64, 32), (128, 64)):
+        for Sq, Sk in ((100, 100), (17, 200), (300, 70)):
+            for causal in (False, True):
+                for m0 in range(0, Sq, BM):
+                    got = tuple(int(np.asarray(x)) for x in key_blocks(m0, Sk, BM, BN, causal))
+                    full = min(m0 // BN, Sk // BN) if causal else Sk // BN
+                    least = -(-(min(m0 + BM, Sq, Sk) if causal else Sk) // BN)
+                    most = -(-(min(m0 + BM, Sk) if causal else Sk) // BN)
+                    if got[0] != full or not least <= got[1] <= most:
+                        return (f"key_blocks({m0}, Sk={Sk}, BLOCK_M={BM}, BLOCK_N={BN}, CAUSAL={causal}) gives "
+                                f"(n_full, n_all) = {got} where the masks need ({full}, "
+                                f"{least if least == most else f'{least} to {most}'}): n_full counts the blocks "
+                                "every query of the tile sees in full (before Sk and, causal, up to the tile's first "
+                                "query), n_all every block with a key a row of the tile may see")
+    return None
+
+
 def host_model_check(versions=("v0", "v2"), shapes=None):
-    """A check: each kernel at each shape, causal and not, then with large scores; then through the launcher."""
+    """A check: key_blocks against the masks; each kernel at each shape, causal and not, with large scores, with
+    every score near −16 384 (a finite mask value would outweigh them), v2 with 3 slots too; then the launcher, at the
+    model's tile and at 128 queries on 8 warps with another sm_scale."""
     def check(mod):
+        problem = key_blocks_problem(mod)
+        if problem:
+            return problem
         for version in versions:
             for shape in shapes or MODEL_SHAPES:
                 for causal in (False, True):
                     problem = model_problem(mod, version, shape, causal)
                     if problem:
                         return problem
-            problem = model_problem(mod, version, LARGE_SHAPE, False, LARGE_SCALE)
+            problem = (model_problem(mod, version, LARGE_SHAPE, False, LARGE_SCALE)
+                       or model_problem(mod, version, (1, 2, 17, 40), True, shift=-16384.0))
             if problem:
                 return problem
+            if version == "v2":
+                problem = model_problem(mod, "v2", (2, 1, 100, 100), True, cfg={**MODEL_CFGS["v2"], "STAGES": 3})
+                if problem:
+                    return problem
         for version in versions:
-            problem = launcher_problem(mod, version, (shapes or MODEL_SHAPES)[-1], True)
+            wide = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, **({"STAGES": 2, "LOAD_REGS": 40}
+                                                                        if version == "v2" else {})}
+            problem = (launcher_problem(mod, version, (shapes or MODEL_SHAPES)[-1], True)
+                       or launcher_problem(mod, version, (1, 3, 100, 17), False, cfg=wide, sm_scale=0.3))
             if problem:
                 return problem
         return None
@@ -315,7 +392,8 @@ def facts_problem(f: dict, cfg: dict, parts=("mma", "ex2", "registers", "masks")
             return (f"{where}: the {which} key loop has {loop['shuffles']} lane shuffles where the row max and row sum "
                     f"take {4 * loop['rows_per_thread']} (2 each for each of a thread's "
                     f"{loop['rows_per_thread']} rows): a conversion between threads")
-    if "masks" in parts and loops[0]["fsel"]:
+    # One select a row (a guard on a row's maximum) is not a mask: a mask selects every score it covers.
+    if "masks" in parts and loops[0]["fsel"] > loops[0]["rows_per_thread"]:
         return (f"{where}: the unmasked key loop, which runs for every block below the diagonal, holds "
                 f"{loops[0]['fsel']} FSEL (the mask's selects of −inf): each of those blocks pays for a mask none of "
                 "its scores needs. Mask only the diagonal blocks and the last partial one")

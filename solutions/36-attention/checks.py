@@ -22,10 +22,12 @@ CHECKS = LessonChecks(
             "rescale, exp2 with log2 e folded into the scale), P kept in registers as wgmma's A operand, masks on "
             "the diagonal blocks only; then K and V through a TMA ring fed by a producer warp",
     machine_code=[
-        Check("v0_model", "v0 in the host model (no GPU): O within the bound of softmax(Q·Kᵀ)·V in fp64 at one query "
-              "and one key, 17, 100, Sq ≠ Sk both ways, causal and not, and with scores past fp32's exp2 range; each "
-              "element of O written once; then through the launcher", attention.host_model_check(("v0",))),
-        Check("v2_model", "v2 in the host model, the same way: the ring's barriers, slots and phases included",
+        Check("v0_model", "v0 in the host model (no GPU): key_blocks against what the masks need; O within the bound "
+              "of softmax(Q·Kᵀ)·V in fp64 at one query and one key, 17, 100, Sq ≠ Sk both ways, causal and not, with "
+              "scores past fp32's exp2 range and with every score near −16 384; each element of O written once; then "
+              "through the launcher, at a second tile and sm_scale", attention.host_model_check(("v0",))),
+        Check("v2_model", "v2 in the host model, the same way, with 2 and 3 slots: the ring's barriers, slots and "
+              "phases included, and no block copied that the consumers never read",
               attention.host_model_check(("v2",))),
         Check("tensor_cores_sm_90", "sm_90, both kernels, head dim 64 and 128, causal and not: in each key loop S = "
               "Q·Kᵀ as HEAD_DIM/16 wgmma reading Q from shared memory, O += P·V as BLOCK_N/16 wgmma reading P from "

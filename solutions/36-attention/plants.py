@@ -52,6 +52,20 @@ PLANTS = [
           "    p_op = gl.convert_layout(gl.convert_layout(p.to(gl.bfloat16), gl.BlockedLayout([1, 8], [4, 8], "
           "[gl.num_warps(), 1], [1, 0])), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))",
           rejected_by="registers_sm_90"),
+    Plant("causal tiles visit every key block to the end: right numbers, the blocks above the diagonal computed and "
+          "masked whole", "n_all = gl.cdiv(gl.minimum(m0 + BLOCK_M, Sk), BLOCK_N)", "n_all = gl.cdiv(Sk, BLOCK_N)",
+          rejected_by="v0_model"),
+    Plant("masked scores set to −10⁴ instead of −inf: right until a row's real scores are all below −10⁴",
+          'return gl.where(valid, s, float("-inf"))', "return gl.where(valid, s, -1.0e4)", rejected_by="v0_model"),
+    Plant("v2's ready parity counted for a ring of 2 slots whatever STAGES is",
+          "        ready = (j // STAGES) & 1", "        ready = (j // 2) & 1", rejected_by="v2_model"),
+    Plant("v2's producer copies one key block more than the consumers read",
+          "    for j in range(n_all):", "    for j in range(n_all + 1):", rejected_by="v2_model"),
+    Plant("the launcher ignores the sm_scale it is given", "sm_scale = 1 / math.sqrt(D) if sm_scale is None else sm_scale",
+          "sm_scale = 1 / math.sqrt(D)", rejected_by="v0_model"),
+    Plant("the launcher does not pass the configuration's num_warps: the kernel runs on 4 warps whatever its tile",
+          'kwargs = {**constexprs(version, cfg, D, causal), "num_warps": cfg["num_warps"]}',
+          "kwargs = {**constexprs(version, cfg, D, causal)}", rejected_by="v0_model"),
     # ---- caught on a GPU ----
     Plant("the launcher accepts fp16: the kernels' descriptors read it as bf16",
           "        if t.dtype != torch.bfloat16:", "        if t.dtype not in (torch.bfloat16, torch.float16):",
