@@ -770,3 +770,248 @@ def block_map(mod, Sq: int, Sk: int, cfg: dict | None = None):
     fig.suptitle(f"One head, Sq = {Sq}, Sk = {Sk}", fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     plt.show()
+
+
+# -- lesson 37: the FA3 schedule (the host model, the compile's order, the figures, the timeline) ---------------------
+#
+# Lesson 37's module has lesson 36's interface (KERNELS, CONFIGS, constexprs, attention, prepared) for versions v3
+# (the next block's S issued before this block's softmax) and v4 (two consumer warpgroups taking turns at the tensor
+# cores, in FlashAttention-3's order), and v2, lesson 36's, for the figures.
+
+# The model's tiles: v3 one warpgroup's 64 queries, v4 two of them (64 each), keys in blocks of 32, head dim 64, two
+# slots; a causal head of 200 queries over 230 keys gives v4's 128-query tiles unmasked blocks too.
+FA3_MODEL_CFGS = {"v3": {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 24},
+                  "v4": {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 24}}
+FA3_MODEL_SHAPES = MODEL_SHAPES + ((1, 1, 200, 230),)
+
+
+def fa3_model_problem(mod, version: str, cfgs=None, shapes=None) -> str | None:
+    """Lesson 37's kernel ``version`` in the host model (at FA3_MODEL_CFGS, or ``cfgs``): lesson 36's odd shapes and
+    a long causal head, causal and not; scores past exp2's range; every score near −16 384; three ring slots; then
+    the launcher at the model's tile and at a second sm_scale. O within the fp64 reference's bound, each element of
+    a NaN-poisoned O written once, no race on a ring slot, no barrier that never completes, no copy no one reads.
+    None or a sentence."""
+    cfg = (cfgs or FA3_MODEL_CFGS)[version]
+    for shape in shapes or FA3_MODEL_SHAPES:
+        for causal in (False, True):
+            problem = model_problem(mod, version, shape, causal, cfg=cfg)
+            if problem:
+                return problem
+    return (model_problem(mod, version, LARGE_SHAPE, False, LARGE_SCALE, cfg=cfg)
+            or model_problem(mod, version, (1, 2, 17, 40), True, cfg=cfg, shift=-16384.0)
+            or model_problem(mod, version, (1, 1, 200, 230), True, cfg={**cfg, "STAGES": 3})
+            or launcher_problem(mod, version, (1, 2, 100, 17), True, cfg=cfg)
+            or launcher_problem(mod, version, (1, 3, 100, 170), False, cfg=cfg, sm_scale=0.3))
+
+
+def fa3_model_check(version: str):
+    """A check: fa3_model_problem on one version."""
+    def check(mod):
+        return fa3_model_problem(mod, version)
+    return check
+
+
+def fa3_barrier_names(cfg: dict, pingpong: bool) -> list[str]:
+    """Lesson 37's kernels' mbarrier.init calls in order (barrier_offsets reads the listing's offsets in that order):
+    Q's, then per slot K's ready and empty and V's ready and empty, then the two turns of a ping-pong kernel."""
+    names = ["q_bar"] + ["k_ready", "k_empty", "v_ready", "v_empty"] * cfg["STAGES"]
+    return names + (["turn[0]", "turn[1]"] if pingpong else [])
+
+
+def fa3_facts(mod, version: str, head_dim: int, causal: bool, pingpong: bool, cfg: dict | None = None) -> dict:
+    """One sm_90 compile of lesson 37's ``version``: resources, ptxas's notes, USETMAXREG in address order, the
+    register split asked for (``mma_regs``, ``load_regs``), and per key loop lesson 36's loop_facts with the loop's
+    order (loop_events) and what it overlaps (overlap_facts). ``pingpong``: two consumer warpgroups, each on half of
+    the program's queries (their loops are counted per warpgroup)."""
+    from ..grading.tma_gemm import setmaxnreg
+
+    cfg = cfg or mod.CONFIGS[version]
+    k = compiled(mod, version, head_dim, causal, cfg)
+    per_consumer = {**cfg, "BLOCK_M": cfg["BLOCK_M"] // 2} if pingpong else cfg
+    barriers = barrier_offsets(k, fa3_barrier_names(cfg, pingpong))
+    loops = []
+    for first, last in key_loops(k):
+        loop = loop_facts(k, first, last, per_consumer, head_dim)
+        events = loop_events(k, first, last, barriers)
+        loop.update(overlap_facts(events), events=events,
+                    waits=[int(n[5:-1]) for n, _ in events if n.startswith("wait<")])
+        loops.append(loop)
+    ce = mod.constexprs(version, cfg, head_dim, causal)
+    return {"name": version, "head_dim": head_dim, "causal": causal, "pingpong": pingpong,
+            "registers": k.registers, "spills": k.spills, "shared_bytes": k.shared_bytes, "notes": k.ptxas_notes(),
+            "setmaxnreg": setmaxnreg(k), "mma_regs": ce.get("MMA_REGS"), "load_regs": ce.get("LOAD_REGS"),
+            "loops": loops, "compiled": k}
+
+
+def pingpong_split_problem(f: dict) -> str | None:
+    """A ping-pong kernel's register reallocation (lesson 37's v4: the default partition and worker 0 one consumer
+    warpgroup each, worker 1 the producer's warp at LOAD_REGS): the listing keeps it, the producer's warpgroup gives
+    its registers back to LOAD_REGS, a consumer warpgroup takes MMA_REGS, and the three warpgroups' shares fit what
+    the launch holds (the launch's registers a thread × 384 threads). None or a sentence."""
+    k, mma, load = f["compiled"], f["mma_regs"], f["load_regs"]
+    got = f["setmaxnreg"]
+    if not got:
+        notes = [n for n in f["notes"] if "setmaxnreg" in n]
+        return ("no USETMAXREG in the listing: " + (f"ptxas dropped register reallocation (its note: “{notes[0]}”)"
+                                                   if notes else "Triton asked for no register reallocation")
+                + f", so every warp runs at the launch's {k.registers} registers")
+    allocs = {n for kind, n in got if kind == "TRY_ALLOC"}
+    deallocs = {n for kind, n in got if kind == "DEALLOC"}
+    producer = -(-int(load) // 8) * 8
+    if producer not in deallocs:
+        return (f"the producer's warpgroup never gives its registers back to LOAD_REGS = {load} (DEALLOC "
+                f"{sorted(deallocs)}): pass the workers' registers to gl.warp_specialize, the producer's last")
+    if mma not in allocs:
+        return (f"no consumer warpgroup takes MMA_REGS = {mma} registers (TRY_ALLOC {sorted(allocs)}): the split "
+                "asked for is not the one compiled")
+    if 2 * mma + producer > 3 * k.registers:
+        return (f"two consumer warpgroups at {mma} and the producer's at {producer} registers a thread need "
+                f"{2 * mma + producer} × 128, more than the launch's {k.registers} × 384: a warpgroup's "
+                "setmaxnreg.inc then waits for registers no one gives back")
+    return None
+
+
+def fa3_facts_problem(f: dict, cfg: dict, parts=("fit", "lesson36", "overlap", "turn", "split")) -> str | None:
+    """What lesson 37's compiles must show, None when all hold (``parts`` picks): ``fit``, the kernel fits with no
+    spill, ptxas keeps the wgmma asynchronous (no note that it serialized them) and each consumer has two key loops
+    (unmasked, masked); ``lesson36``, lesson 36's per-loop facts (S from shared memory, P·V from registers, one EX2 a
+    score and a row, no round trip through shared memory, masks only in the masked loop); ``overlap``, at least half
+    the loop's EX2 issued while the next block's S is in flight; ``turn``, one take and one pass of the tensor cores'
+    turn per loop, the pass before the loop's first EX2 (the other warpgroup's products start before this one's
+    softmax); ``split``, the ping-pong's register reallocation (pingpong_split_problem)."""
+    where = f"{f['name']} at head dim {f['head_dim']}{', causal' if f['causal'] else ''}"
+    consumers = 2 if f["pingpong"] else 1
+    per_consumer = {**cfg, "BLOCK_M": cfg["BLOCK_M"] // consumers}
+    loops = f["loops"]
+    if "fit" in parts:
+        from ..grading.gemm_kernel import fits
+
+        problem = fits(f["compiled"], cfg["num_warps"], cfg)
+        if problem:
+            return f"{where}: {problem}"
+        serialized = [n for n in f["notes"] if "serialized" in n]
+        if serialized:
+            return (f"{where}: ptxas serializes the wgmma (its note: “{serialized[0]}”): a wgmma still in flight where "
+                    "other instructions read its accumulator (across the loop's back edge, say) makes every wgmma wait")
+    if len(loops) != 2 * consumers:
+        return (f"{where}: {len(loops)} loops hold an HGMMA where {consumers} consumer warpgroup"
+                f"{'s have' if consumers > 1 else ' has'} two each (the unmasked key blocks, then the masked ones)")
+    if "lesson36" in parts:
+        for c in range(consumers):
+            pair = {**f, "loops": loops[2 * c:2 * c + 2]}
+            problem = facts_problem(pair, per_consumer, ("mma", "ex2", "registers", "masks"))
+            if problem:
+                return problem
+    for index, loop in enumerate(loops):
+        which = ("unmasked", "masked")[index % 2] + (f" (consumer {index // 2})" if consumers > 1 else "")
+        order = events_text(loop["events"])
+        # ptxas may issue a few exponentials before the first of S's HGMMAs (9 of 66 at head dim 64): at least half.
+        if "overlap" in parts and 2 * loop["ex2_under_s"] < loop["ex2"]:
+            return (f"{where}: the {which} key loop issues {loop['ex2_under_s']} of its {loop['ex2']} MUFU.EX2 while the "
+                    "next block's S is in flight: the softmax does not run under that S (is S_{j+1} issued before "
+                    f"the softmax, and waited for after it?) (the loop's order: {order})")
+        if "turn" in parts:
+            if loop["turn_waits"] != 1 or loop["turn_passes"] != 1:
+                return (f"{where}: the {which} key loop waits {loop['turn_waits']} time(s) for the tensor cores' turn "
+                        f"and passes it {loop['turn_passes']} time(s), where one take before the products and one "
+                        f"pass after them order the two consumers (the loop's order: {order})")
+            if loop["turn_passed_before_ex2"] is not True:
+                return (f"{where}: the {which} key loop hands the turn over after its softmax's exponentials: the "
+                        "other consumer's products wait for this one's softmax, which is what the ping-pong was to "
+                        f"hide. Pass the turn as soon as the turn's products are issued (the loop's order: {order})")
+    if "split" in parts and f["pingpong"]:
+        problem = pingpong_split_problem(f)
+        if problem:
+            return f"{where}: {problem}"
+    return None
+
+
+def fa3_facts_check(parts, version: str, pingpong: bool, head_dims=(64, 128)):
+    """A check: fa3_facts_problem's ``parts`` on ``version`` at each head dim, causal and not, at the lesson's
+    CONFIGS."""
+    def check(mod):
+        for hd in head_dims:
+            for causal in (False, True):
+                f = fa3_facts(mod, version, hd, causal, pingpong)
+                problem = fa3_facts_problem(f, mod.CONFIGS[version], parts)
+                if problem:
+                    return problem
+        return None
+    return check
+
+
+# The figures' shapes (issue 42): head dim 128 at S = 1k, 4k, 8k and 16k, and head dim 64 at 4k, causal and not,
+# 16k tokens × 32 heads each.
+FA3_TIMED = tuple((S, 128, causal) for S in (1024, 4096, 8192, 16384) for causal in (False, True))
+FA3_TIMED_HD64 = tuple((4096, 64, causal) for causal in (False, True))
+
+
+def fa3_time_shapes(mod, shapes, rounds: int = 9) -> list[dict]:
+    """Each (S, head dim, causal): TOKENS // S sequences of HEADS heads; the lesson's versions (CONFIGS: v2, v3, v4)
+    and SDPA's backends, launches interleaved (``interleaved_ms``): TFLOPS at 4·B·H·S²·D FLOPs (half of it with
+    causal). A backend that refuses the shape is left out, with its reason."""
+    rows = []
+    for S, head_dim, causal in shapes:
+        B = max(1, TOKENS // S)
+        g = torch.Generator(device="cuda").manual_seed(1)
+        q, k, v = (torch.randn(B, HEADS, S, head_dim, device="cuda", generator=g).to(torch.bfloat16)
+                   for _ in range(3))
+        out = torch.empty_like(q)
+        calls = {version: mod.prepared(q, k, v, causal, version, out=out)[0] for version in mod.CONFIGS}
+        refused = {}
+        for backend in SDPA_BACKENDS:
+            fn = sdpa_call(backend, q, k, v, causal)
+            try:
+                fn()
+                torch.cuda.synchronize()
+                calls[backend.split("_")[0].lower()] = fn
+            except RuntimeError as e:
+                refused[backend] = str(e).splitlines()[0][:200]
+        for fn in calls.values():
+            fn()
+        torch.cuda.synchronize()
+        ms = interleaved_ms(calls, rounds)
+        flops = 4 * B * HEADS * S * S * head_dim * (0.5 if causal else 1)
+        tflops = {name: round(flops / t / 1e9, 1) for name, t in ms.items()}
+        library = {name: t for name, t in tflops.items() if name in ("cudnn", "flash", "efficient")}
+        rows.append({"S": S, "batch": B, "heads": HEADS, "head_dim": head_dim, "causal": causal, "tflops": tflops,
+                     "best_library": max(library, key=library.get) if library else None, "refused": refused})
+        del q, k, v, out
+    return rows
+
+
+_FA3_TIMED: dict = {}
+
+
+def _fa3_timed_once(module_file: str) -> list[dict]:
+    """fa3_time_shapes over FA3_TIMED and FA3_TIMED_HD64 once per module and process: the figures share one run."""
+    if module_file not in _FA3_TIMED:
+        from ..course import load_module_file
+
+        _FA3_TIMED[module_file] = fa3_time_shapes(load_module_file(module_file), FA3_TIMED + FA3_TIMED_HD64)
+    return _FA3_TIMED[module_file]
+
+
+def fa3_measure(version: str = "v4", over: str = "best", head_dim: int = 128):
+    """A figure: the geomean, over the timed shapes at ``head_dim``, of ``version``'s TFLOPS over the best SDPA
+    backend's (``over="best"``) or another version's (``over="v2"``, ``"v3"``). Details: each shape's ratio, TFLOPS
+    and best backend, and the worst shape."""
+    def measure(mod):
+        from ..measure.timing import Measurement
+
+        problem = correct(mod)
+        if problem:
+            raise AssertionError(problem)
+        rows = [row for row in _fa3_timed_once(mod.__file__) if row["head_dim"] == head_dim]
+        ratios = []
+        for row in rows:
+            t = row["tflops"]
+            ratios.append(t[version] / (t[row["best_library"]] if over == "best" else t[over]))
+        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        w = min(range(len(rows)), key=lambda i: ratios[i])
+        worst = {"S": rows[w]["S"], "causal": rows[w]["causal"], "ratio": ratios[w]}
+        text = (f"geomean {geomean:.2f}× over {len(rows)} shapes, worst {ratios[w]:.2f}× (S {rows[w]['S']}"
+                f"{', causal' if rows[w]['causal'] else ''})")
+        details = {"shapes": [{**row, "ratio": r} for row, r in zip(rows, ratios)], "worst": worst}
+        return Measurement(geomean, text, json.loads(json.dumps(details)))
+    return measure
