@@ -833,8 +833,12 @@ def fa3_facts(mod, version: str, head_dim: int, causal: bool, pingpong: bool, cf
     for first, last in key_loops(k):
         loop = loop_facts(k, first, last, per_consumer, head_dim)
         events = loop_events(k, first, last, barriers)
-        loop.update(overlap_facts(events), events=events,
-                    waits=[int(n[5:-1]) for n, _ in events if n.startswith("wait<")])
+        names = [name for name, _ in events]
+        passes = [i for i, name in enumerate(names) if name.startswith("arrive:turn")]
+        waits = [i for i, name in enumerate(names) if name.startswith("wait<")]
+        # The turn handed over before the loop's first wgmma wait: right after the products are issued.
+        loop.update(overlap_facts(events), events=events, waits=[int(names[i][5:-1]) for i in waits],
+                    turn_passed_before_wait=(passes[0] < waits[0]) if passes and waits else None)
         loops.append(loop)
     ce = mod.constexprs(version, cfg, head_dim, causal)
     return {"name": version, "head_dim": head_dim, "causal": causal, "pingpong": pingpong,
@@ -915,6 +919,10 @@ def fa3_facts_problem(f: dict, cfg: dict, parts=("fit", "lesson36", "overlap", "
                 return (f"{where}: the {which} key loop waits {loop['turn_waits']} time(s) for the tensor cores' turn "
                         f"and passes it {loop['turn_passes']} time(s), where one take before the products and one "
                         f"pass after them order the two consumers (the loop's order: {order})")
+            if loop["turn_passed_before_wait"] is not True:
+                return (f"{where}: the {which} key loop hands the turn over after a wgmma wait: the other consumer's "
+                        "products wait until this one's retire, where they could queue behind them. Pass the turn "
+                        f"as soon as the turn's products are issued (the loop's order: {order})")
             if loop["turn_passed_before_ex2"] is not True:
                 return (f"{where}: the {which} key loop hands the turn over after its softmax's exponentials: the "
                         "other consumer's products wait for this one's softmax, which is what the ping-pong was to "

@@ -42,7 +42,8 @@ CHECKS = LessonChecks(
               "S wgmma and the wait that retires it (the softmax under S's products)",
               attention.fa3_facts_check(("overlap",), "v3", False), target="sm_90"),
         Check("turn_sm_90", "sm_90, v4: in each key loop of each consumer one wait for the tensor cores' turn before "
-              "the products and one handover after them, before the softmax's first MUFU.EX2",
+              "the products and one handover right after them, before the first wgmma wait and the softmax's first "
+              "MUFU.EX2",
               attention.fa3_facts_check(("turn",), "v4", True), target="sm_90"),
         Check("resources_sm_90", "sm_90, v3 and v4, both head dims, causal and not: no spill at 128 queries a "
               "program, the wgmma not serialized by ptxas, two key loops a consumer; v4's USETMAXREG give the "

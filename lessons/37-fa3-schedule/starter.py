@@ -1,0 +1,381 @@
+# Lesson 37 starter, generated from solutions/37-fa3-schedule/solution.py. Fill in each "TODO gap" below, here
+# in this file, then run:  python -m gluon_course check 37   (`make starters` rewrites it: keep a copy)
+"""Lesson 37 · The FA3 schedule on Hopper: the softmax under the tensor cores.
+
+Lesson 36's v2 does one thing at a time in its consumers: S = Q·Kᵀ, then the softmax while the tensor cores wait,
+then P·V. FlashAttention-3's schedule hides the softmax behind products. The steps here build on lesson 36's device
+functions (``key_blocks``, ``mask_scores``, ``store_output``, v2's producer warp and K/V ring) and lesson 33's turns
+(``take_turn``, ``pass_turn``):
+
+- ``attention_v3_kernel``, **the next S first** (``next_s_blocks``): block j+1's S = Q·K_{j+1}ᵀ is issued (an
+  asynchronous wgmma) before block j's softmax and retired after it, so the tensor cores compute it while the
+  consumers take the exponentials. The first block's S is computed before the loops, the last block (no next S)
+  after them.
+- ``attention_v4_kernel``, **ping-pong in FA3's order** (``pingpong_blocks``): two consumer warpgroups, each on its
+  own 64 of the program's 128 queries over one shared ring (its empty barriers count two arrivals), take turns at
+  the tensor cores through two order mbarriers. A turn issues S_{j+1} and block j's P·V back to back and is handed
+  over at once; the softmax of S_{j+1} then runs while the other warpgroup's products use the tensor cores. Register
+  reallocation gives the producer warp 24 registers and the consumers what that frees (``consumer_registers``).
+"""
+import math
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
+
+from gluon_course.course import load_solution
+from gluon_course.nvidia.hopper import require_hopper
+from gluon_course.validate import require_separate_output
+
+v36 = load_solution("36")
+v33 = load_solution("33")
+# Lesson 36's device functions as they are (the blocks a tile visits, the mask, the store, v2's producer warp), and
+# lesson 33's order barriers.
+key_blocks, mask_scores, store_output, load_partition = (v36.key_blocks, v36.mask_scores, v36.store_output,
+                                                         v36.v2_load_partition)
+take_turn, pass_turn = v33.take_turn, v33.pass_turn
+LOG2E = v36.LOG2E
+
+
+# -- The softmax, split where the products need it --------------------------------------------------------------------
+
+@gluon.jit
+def softmax_scores(s, m_i, l_i, qk_scale, o_layout: gl.constexpr):
+    """Lesson 36's online_softmax without O's rescale and without P's conversion: P in fp32 (S's layout), alpha (the
+    old sums' rescale, in O's row layout), the new m and l. Here a P·V may still be in flight when the softmax runs:
+    it reads O's registers and the previous block's bf16 P, so O's rescale and P's conversion wait for it; the
+    exponentials need not."""
+    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+    alpha = gl.exp2(m_i - m_new)
+    p = gl.exp2(s * qk_scale - m_new[:, None])
+    l_new = l_i * alpha + gl.sum(p, axis=1)
+    return p, gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), m_new, l_new
+
+
+@gluon.jit
+def p_operand(p, o_layout: gl.constexpr):
+    """P rounded to bf16, in the layout wgmma reads its A operand from registers (lesson 36's conversion, free)."""
+    return gl.convert_layout(p.to(gl.bfloat16), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
+
+
+# -- v3: the next block's S issued before this block's softmax ------------------------------------------------------
+
+@gluon.jit
+def next_s_blocks(q_rows, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, s, o, m_i, l_i, qk_scale, m0, Sk,
+                  first, last, STAGES: gl.constexpr, MASKED: gl.constexpr, CAUSAL: gl.constexpr,
+                  s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """Key blocks ``first`` to ``last`` - 1, each of which has a next block. On entry ``s`` holds block ``first``'s
+    scores (retired, its K slot released) and no wgmma is in flight; on exit ``s`` holds block ``last``'s."""
+    BLOCK_N: gl.constexpr = k_ring.shape[1]
+    for j in range(first, last):
+        slot = j % STAGES
+        nxt = (j + 1) % STAGES
+        # TODO gap 1: issue block j+1's S = Q·K_{j+1}ᵀ as an asynchronous wgmma (k_next, s_next), not waited for
+        gl.static_assert(False, "lesson 37, gap 1 not yet implemented: issue block j+1's S = Q·K_{j+1}ᵀ as an asynchronous wgmma (k_next, s_next), not waited for")
+        # Block j's softmax, while the tensor cores compute S_{j+1}.
+        if MASKED:
+            s = mask_scores(s, m0, j * BLOCK_N, Sk, CAUSAL, s_layout)
+        p, alpha, m_i, l_i = softmax_scores(s, m_i, l_i, qk_scale, o_layout)
+        p = p_operand(p, o_layout)
+        o = o * alpha[:, None]
+        mbarrier.wait(v_ready.index(slot), (j // STAGES) & 1)
+        v_cur = v_ring.index(slot)
+        o = warpgroup_mma(p, v_cur, o, is_async=True)
+        # Both retired before the loop's back edge: a wgmma still in flight there makes ptxas serialize every wgmma
+        # of the kernel (its note C7514). Only then do the two slots go back to the producer.
+        s, o, _, _, _ = warpgroup_mma_wait(0, deps=(s_next, o, k_next, p, v_cur))
+        mbarrier.arrive(k_empty.index(nxt))
+        mbarrier.arrive(v_empty.index(slot))
+    return s, o, m_i, l_i
+
+
+@gluon.jit
+def v3_consumer(q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty, o_ptr, Sq, Sk, qk_scale,
+                CAUSAL: gl.constexpr, STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """v3's consumers (the default partition: two warpgroups on the program's 128 queries): block 0's S before the
+    loops, then next_s_blocks over the unmasked blocks and the masked ones, then the last block, which has no next
+    S and is always masked (once a program: a block every key of which is valid comes out of mask_scores as it went
+    in)."""
+    BLOCK_M: gl.constexpr = q_smem.shape[0]
+    HEAD_DIM: gl.constexpr = q_smem.shape[1]
+    BLOCK_N: gl.constexpr = k_ring.shape[1]
+    m0 = gl.program_id(0) * BLOCK_M
+    bh = gl.program_id(1)
+    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
+    o = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
+    n_full, n_all = key_blocks(m0, Sk, BLOCK_M, BLOCK_N, CAUSAL)
+    unmasked_end = gl.minimum(n_full, n_all - 1)
+    mbarrier.wait(q_bar, 0)
+
+    mbarrier.wait(k_ready.index(0), 0)
+    k_first = k_ring.index(0).permute((1, 0))
+    s = warpgroup_mma(q_smem, k_first, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
+                      is_async=True)
+    s, _, _ = warpgroup_mma_wait(0, deps=(s, q_smem, k_first))
+    mbarrier.arrive(k_empty.index(0))
+    s, o, m_i, l_i = next_s_blocks(q_smem, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, s, o, m_i, l_i,
+                                   qk_scale, m0, Sk, 0, unmasked_end, STAGES, False, CAUSAL, s_layout, o_layout)
+    s, o, m_i, l_i = next_s_blocks(q_smem, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, s, o, m_i, l_i,
+                                   qk_scale, m0, Sk, unmasked_end, n_all - 1, STAGES, True, CAUSAL, s_layout,
+                                   o_layout)
+    last = n_all - 1
+    s = mask_scores(s, m0, last * BLOCK_N, Sk, CAUSAL, s_layout)
+    p, alpha, m_i, l_i = softmax_scores(s, m_i, l_i, qk_scale, o_layout)
+    p = p_operand(p, o_layout)
+    o = o * alpha[:, None]
+    mbarrier.wait(v_ready.index(last % STAGES), (last // STAGES) & 1)
+    v_last = v_ring.index(last % STAGES)
+    o = warpgroup_mma(p, v_last, o, is_async=True)
+    o, _, _ = warpgroup_mma_wait(0, deps=(o, p, v_last))
+    mbarrier.arrive(v_empty.index(last % STAGES))
+    store_output(o, l_i, o_ptr, bh * Sq + m0, m0, Sq, o_layout)
+
+
+@gluon.jit
+def attention_v3_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL: gl.constexpr,
+                        s_layout: gl.constexpr, o_layout: gl.constexpr, STAGES: gl.constexpr,
+                        LOAD_REGS: gl.constexpr):
+    """v3: lesson 36's v2 (one producer warp, a ring of STAGES slots for K and for V) with the consumers' key loop
+    issuing the next block's S before this block's softmax."""
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
+    k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_ring = gl.allocate_shared_memory(v_desc.dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(v_empty.index(i), count=1)
+    gl.warp_specialize([
+        (v3_consumer, (q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty, o_ptr, Sq, Sk, qk_scale,
+                       CAUSAL, STAGES, s_layout, o_layout)),
+        (load_partition, (q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready,
+                          v_empty, Sq, Sk, CAUSAL, STAGES)),
+    ], [1], [LOAD_REGS])
+    mbarrier.invalidate(q_bar)
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(k_ready.index(i))
+        mbarrier.invalidate(k_empty.index(i))
+        mbarrier.invalidate(v_ready.index(i))
+        mbarrier.invalidate(v_empty.index(i))
+
+
+# -- v4: two consumer warpgroups taking turns, in FA3's order ----------------------------------------------------------
+
+@gluon.jit
+def pingpong_blocks(q_rows, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, my_turn, next_turn, p, alpha, o, m_i,
+                    l_i, qk_scale, m0, Sk, first, last, STAGES: gl.constexpr, MASKED: gl.constexpr,
+                    CAUSAL: gl.constexpr, ME: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """Iterations ``first`` to ``last`` - 1 of consumer ME: iteration j takes the tensor cores' turn, issues block
+    j+1's S and block j's P·V back to back, hands the turn over, retires S_{j+1} alone (depth 1), runs block j+1's
+    softmax (masked where ``MASKED``), then retires P·V j. On entry block ``first``'s P and alpha are in registers and
+    O is retired."""
+    BLOCK_N: gl.constexpr = k_ring.shape[1]
+    for j in range(first, last):
+        slot = j % STAGES
+        nxt = (j + 1) % STAGES
+        mbarrier.wait(k_ready.index(nxt), ((j + 1) // STAGES) & 1)
+        k_next = k_ring.index(nxt).permute((1, 0))
+        # TODO gap 2: wait for this consumer's turn at the tensor cores (its (j+1)-th turn: block 0's was the first)
+        gl.static_assert(False, "lesson 37, gap 2 not yet implemented: wait for this consumer's turn at the tensor cores (its (j+1)-th turn: block 0's was the first)")
+        s = warpgroup_mma(q_rows, k_next, gl.zeros([q_rows.shape[0], BLOCK_N], gl.float32, s_layout),
+                          use_acc=False, is_async=True)
+        o = o * alpha[:, None]
+        mbarrier.wait(v_ready.index(slot), (j // STAGES) & 1)
+        v_cur = v_ring.index(slot)
+        p_cur = p
+        o = warpgroup_mma(p_cur, v_cur, o, is_async=True)
+        # TODO gap 3: both products of the turn are issued: hand the tensor cores to the other consumer
+        gl.static_assert(False, 'lesson 37, gap 3 not yet implemented: both products of the turn are issued: hand the tensor cores to the other consumer')
+        # In flight: S_{j+1}, then P·V j. Depth 1 retires S_{j+1} only.
+        s, _, _ = warpgroup_mma_wait(1, deps=(s, q_rows, k_next))
+        mbarrier.arrive(k_empty.index(nxt))
+        if MASKED:
+            s = mask_scores(s, m0, (j + 1) * BLOCK_N, Sk, CAUSAL, s_layout)
+        p, alpha, m_i, l_i = softmax_scores(s, m_i, l_i, qk_scale, o_layout)
+        o, _, _ = warpgroup_mma_wait(0, deps=(o, p_cur, v_cur))
+        mbarrier.arrive(v_empty.index(slot))
+        # Only now into bf16 registers: the P·V just retired read the previous block's P from them.
+        p = p_operand(p, o_layout)
+    return p, alpha, o, m_i, l_i
+
+
+@gluon.jit
+def v4_consumer(ME: gl.constexpr, q_rows, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty, my_turn,
+                next_turn, o_ptr, Sq, Sk, qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                TILE_M: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """Consumer ME (one warpgroup): the queries ``q_rows``, rows ME·ROWS.. of the program's TILE_M, over the key blocks
+    lesson 36's key_blocks gives the whole tile (both consumers walk the same blocks: they share the ring). Block 0's
+    S and softmax come before the loops, the last block's P·V after them; every product is issued in a turn."""
+    ROWS: gl.constexpr = q_rows.shape[0]
+    HEAD_DIM: gl.constexpr = q_rows.shape[1]
+    BLOCK_N: gl.constexpr = k_ring.shape[1]
+    tile_m0 = gl.program_id(0) * TILE_M
+    m0 = tile_m0 + ME * ROWS
+    bh = gl.program_id(1)
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
+    o = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+    n_full, n_all = key_blocks(tile_m0, Sk, TILE_M, BLOCK_N, CAUSAL)
+    mbarrier.wait(q_bar, 0)
+
+    take_turn(my_turn, 0, ME)
+    mbarrier.wait(k_ready.index(0), 0)
+    k_first = k_ring.index(0).permute((1, 0))
+    s = warpgroup_mma(q_rows, k_first, gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout), use_acc=False,
+                      is_async=True)
+    pass_turn(next_turn)
+    s, _, _ = warpgroup_mma_wait(0, deps=(s, q_rows, k_first))
+    mbarrier.arrive(k_empty.index(0))
+    s = mask_scores(s, m0, 0, Sk, CAUSAL, s_layout)          # block 0 masked always (once a program)
+    p, alpha, m_i, l_i = softmax_scores(s, m_i, l_i, qk_scale, o_layout)
+    p = p_operand(p, o_layout)
+    # Iteration j runs block j+1's softmax: unmasked while j+1 < n_full.
+    split = gl.maximum(n_full - 1, 0)
+    p, alpha, o, m_i, l_i = pingpong_blocks(q_rows, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, my_turn,
+                                            next_turn, p, alpha, o, m_i, l_i, qk_scale, m0, Sk, 0, split, STAGES,
+                                            False, CAUSAL, ME, s_layout, o_layout)
+    p, alpha, o, m_i, l_i = pingpong_blocks(q_rows, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, my_turn,
+                                            next_turn, p, alpha, o, m_i, l_i, qk_scale, m0, Sk, split, n_all - 1,
+                                            STAGES, True, CAUSAL, ME, s_layout, o_layout)
+    last = n_all - 1
+    take_turn(my_turn, last + 1, ME)
+    o = o * alpha[:, None]
+    mbarrier.wait(v_ready.index(last % STAGES), (last // STAGES) & 1)
+    v_last = v_ring.index(last % STAGES)
+    o = warpgroup_mma(p, v_last, o, is_async=True)
+    pass_turn(next_turn)
+    o, _, _ = warpgroup_mma_wait(0, deps=(o, p, v_last))
+    mbarrier.arrive(v_empty.index(last % STAGES))
+    store_output(o, l_i, o_ptr, bh * Sq + m0, m0, Sq, o_layout)
+
+
+@gluon.jit
+def attention_v4_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL: gl.constexpr,
+                        s_layout: gl.constexpr, o_layout: gl.constexpr, STAGES: gl.constexpr,
+                        LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr):
+    """v4: two consumer warpgroups (the default partition and worker 0, 4 warps each), each on half of the program's
+    TILE_M queries, taking turns at the tensor cores; one producer warp (worker 1) fills the ring both read."""
+    TILE_M: gl.constexpr = q_desc.block_shape[0]
+    ROWS: gl.constexpr = TILE_M // 2
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
+    k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_ring = gl.allocate_shared_memory(v_desc.dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)       # both consumers release each slot
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(v_empty.index(i), count=2)
+    for c in gl.static_range(2):
+        mbarrier.init(turn.index(c), count=1)          # one handover completes a phase
+    gl.warp_specialize([
+        (v4_consumer, (0, q_smem.slice(0, ROWS), k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty,
+                       turn.index(0), turn.index(1), o_ptr, Sq, Sk, qk_scale, CAUSAL, STAGES, TILE_M, s_layout,
+                       o_layout)),
+        (v4_consumer, (1, q_smem.slice(ROWS, ROWS), k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty,
+                       turn.index(1), turn.index(0), o_ptr, Sq, Sk, qk_scale, CAUSAL, STAGES, TILE_M, s_layout,
+                       o_layout)),
+        (load_partition, (q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready,
+                          v_empty, Sq, Sk, CAUSAL, STAGES)),
+    ], [4, 1], [MMA_REGS, LOAD_REGS])
+    mbarrier.invalidate(q_bar)
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(k_ready.index(i))
+        mbarrier.invalidate(k_empty.index(i))
+        mbarrier.invalidate(v_ready.index(i))
+        mbarrier.invalidate(v_empty.index(i))
+    for c in gl.static_range(2):
+        mbarrier.invalidate(turn.index(c))
+
+
+# -- Configurations and the launcher ----------------------------------------------------------------------------------
+
+REGISTER_FILE = 65536        # 32-bit registers an SM holds (sm_90), shared by the program's warps
+
+
+def consumer_registers(load_regs: int, consumers: int = 2) -> int:
+    """The registers a thread each consumer warpgroup asks for (MMA_REGS) when the producer's asks for
+    ``load_regs``: setmaxnreg moves registers between warpgroups, never beyond what the launch holds. The producer's
+    one warp holds a warpgroup's share (setmaxnreg counts by warpgroup), so the program is consumers + 1 warpgroups of
+    128 threads; setmaxnreg takes multiples of 8."""
+    # TODO gap 4: the launch's registers a thread, then what the producer gives back, shared by the consumers
+    raise NotImplementedError("lesson 37, gap 4 not yet implemented: the launch's registers a thread, then what the producer gives back, shared by the consumers")
+
+
+# v3: lesson 36's v2 tile (128 queries over the default partition's two warpgroups, keys in blocks of 128, two ring
+# slots); the producer asks for 24 registers (v2: 40). v4: 2 × 64 queries, one warpgroup each, 4 warps a partition;
+# MMA_REGS comes from consumer_registers at launch. 2 × 128 queries would spill (lab notes 37). "v2" is lesson 36's,
+# launched by the same launcher for the figures' comparison.
+CONFIGS = {
+    "v2": v36.CONFIGS["v2"],
+    "v3": {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "STAGES": 2, "LOAD_REGS": 24},
+    "v4": {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 24},
+}
+KERNELS = {"v2": v36.attention_v2_kernel, "v3": attention_v3_kernel, "v4": attention_v4_kernel}
+
+
+def constexprs(version: str, cfg: dict, head_dim: int, causal: bool) -> dict:
+    """The kernel's constexprs besides its descriptors (v4's layouts are one consumer warpgroup's: num_warps 4)."""
+    if version == "v2":
+        return v36.constexprs(version, cfg, head_dim, causal)
+    ce = {"CAUSAL": bool(causal), "s_layout": v36.wgmma_layout(cfg["num_warps"], cfg["BLOCK_N"]),
+          "o_layout": v36.wgmma_layout(cfg["num_warps"], head_dim), "STAGES": cfg["STAGES"],
+          "LOAD_REGS": cfg["LOAD_REGS"]}
+    if version == "v4":
+        ce["MMA_REGS"] = consumer_registers(cfg["LOAD_REGS"])
+    return ce
+
+
+def prepared(q, k, v, causal: bool = False, version: str = "v4", out=None, sm_scale: float | None = None,
+             config: dict | None = None):
+    """One launch of ``version`` (v2, v3 or v4, at CONFIGS[version] or ``config``) on these tensors, checked and its
+    descriptors built once: (a function of no argument that launches it, ``out``). Lesson 36's refusals."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    cfg = config or CONFIGS[version]
+    v36.require_attention_args(q, k, v, cfg)
+    require_hopper(q)
+    B, H, Sq, D = q.shape
+    out = torch.empty_like(q) if out is None else out
+    if out.shape != q.shape or out.dtype != torch.bfloat16 or not out.is_contiguous():
+        raise ValueError(f"out is {tuple(out.shape)} {out.dtype}: it must be a contiguous bfloat16 tensor of Q's shape "
+                         f"{tuple(q.shape)} (or None, for a new one)")
+    require_separate_output(out, "out", q=q, k=k, v=v)
+    sm_scale = 1 / math.sqrt(D) if sm_scale is None else sm_scale
+
+    def desc(t, rows):
+        block = [rows, D]
+        return TensorDescriptor.from_tensor(t.view(-1, D), block,
+                                            gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+    grid = (triton.cdiv(Sq, cfg["BLOCK_M"]), B * H)
+    args = (desc(q, cfg["BLOCK_M"]), desc(k, cfg["BLOCK_N"]), desc(v, cfg["BLOCK_N"]), out, Sq, k.shape[2],
+            sm_scale * LOG2E)
+    kwargs = {**constexprs(version, cfg, D, causal), "num_warps": cfg["num_warps"]}
+    kernel = KERNELS[version]
+
+    def launch():
+        kernel[grid](*args, **kwargs)
+    return launch, out
+
+
+def attention(q, k, v, causal: bool = False, version: str = "v4", out=None, sm_scale: float | None = None,
+              config: dict | None = None):
+    """softmax(Q·Kᵀ·sm_scale)·V (causal as PyTorch's is_causal) by ``version``; returns ``out`` (new by default)."""
+    launch, out = prepared(q, k, v, causal, version, out, sm_scale, config)
+    launch()
+    return out
