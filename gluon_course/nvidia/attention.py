@@ -1023,3 +1023,134 @@ def fa3_measure(version: str = "v4", over: str = "best", head_dim: int = 128):
         details = {"shapes": [{**row, "ratio": r} for row, r in zip(rows, ratios)], "worst": worst}
         return Measurement(geomean, text, json.loads(json.dumps(details)))
     return measure
+
+
+# -- lesson 37: the schedule as a timeline, played from the compiled order --------------------------------------------
+
+# The rates the timeline assumes, per SM of an H100 SXM (the published 989 TFLOPS of dense bf16 products and 3.9
+# tera-exponentials a second that FlashAttention-3's paper sets side by side, over 132 SMs at 1.83 GHz): 4 096 FLOPs
+# a clock on the tensor cores, so one HGMMA of 64 × N × 16 takes N / 2 clocks; 16 MUFU.EX2 results a clock, so one
+# warp's MUFU.EX2 (32 results) takes 2 clocks of the SM's units, and a warpgroup's (4 warps) 8.
+HGMMA_CLOCKS_PER_COLUMN = 0.5
+EX2_CLOCKS_PER_WARPGROUP = 8
+
+
+def play_schedule(loops: list, blocks: int = 4, hgmma_width: int = 128) -> list[dict]:
+    """Two warpgroups running their key loop's compiled order (``loops``: one event list per warpgroup, as
+    schedule_events gives them) ``blocks`` times, in a model of three shared things: the tensor cores (HGMMAs run one
+    at a time, in the order issued), the MUFU (one warpgroup's EX2 at a time) and the turn (warpgroup 0 holds it first;
+    ``arrive:turn`` hands it to the other, ``wait:turn`` waits for it). ``bar:256``, a CTA barrier of both warpgroups
+    (one partition of 8 warps), makes each wait for the other. A ``wait<d>`` waits until all but the warpgroup's d
+    latest groups of products are done. Everything else (copies, the softmax's other arithmetic) takes no time here.
+    Returns the phases: {"wg", "what" ("S", "PV" or "softmax"), "start", "end"} in clocks."""
+    hgmma = hgmma_width * HGMMA_CLOCKS_PER_COLUMN
+    programs = [[e for _ in range(blocks) for e in loop] for loop in loops]
+    pc, now, waiting = [0, 0], [0.0, 0.0], [False, False]
+    groups = [[], []]                    # per warpgroup: [end time, still open] of its groups of products in flight
+    units = {"tensor": 0.0, "mufu": 0.0}
+    turn = {"holder": 0, "since": 0.0}
+    arrived = [[], []]                   # per warpgroup: when it reached each CTA barrier
+    phases = []
+
+    def runnable(w):
+        if pc[w] >= len(programs[w]) or waiting[w]:
+            return False
+        return not (programs[w][pc[w]][0].startswith("wait:turn") and turn["holder"] != w)
+
+    while any(pc[w] < len(programs[w]) for w in (0, 1)):
+        ready = [w for w in (0, 1) if runnable(w)]
+        if not ready:
+            raise ValueError("the two warpgroups wait for each other: the schedule deadlocks")
+        w = min(ready, key=lambda i: now[i])
+        name, n = programs[w][pc[w]]
+        pc[w] += 1
+        if name not in ("S", "PV") and groups[w] and groups[w][-1][1]:
+            groups[w][-1][1] = False     # the run of products ends: one group (gsb0 closes it)
+        if name.startswith("wait:turn"):
+            now[w] = max(now[w], turn["since"])
+        elif name.startswith("arrive:turn"):
+            turn.update(holder=1 - w, since=now[w])
+        elif name == "bar:256":
+            arrived[w].append(now[w])
+            if len(arrived[1 - w]) >= len(arrived[w]):
+                meet = max(now[w], arrived[1 - w][len(arrived[w]) - 1])
+                now[w] = now[1 - w] = max(meet, now[1 - w]) if waiting[1 - w] else meet
+                waiting[1 - w] = False
+            else:
+                waiting[w] = True
+        elif name in ("S", "PV"):
+            start = max(now[w], units["tensor"])
+            units["tensor"] = start + n * hgmma
+            if groups[w] and groups[w][-1][1]:
+                groups[w][-1][0] = units["tensor"]
+            else:
+                groups[w].append([units["tensor"], True])
+            phases.append({"wg": w, "what": name, "start": start, "end": units["tensor"]})
+        elif name.startswith("wait<"):
+            depth = int(name[5:-1])
+            if len(groups[w]) > depth:
+                now[w] = max([now[w]] + [end for end, _ in groups[w][:len(groups[w]) - depth]])
+                groups[w] = groups[w][len(groups[w]) - depth:]
+        elif name == "EX2":
+            start = max(now[w], units["mufu"])
+            now[w] = units["mufu"] = start + n * EX2_CLOCKS_PER_WARPGROUP
+            last = next((p for p in reversed(phases) if p["wg"] == w), None)
+            if last and last["what"] == "softmax" and last["end"] == start:
+                last["end"] = now[w]
+            else:
+                phases.append({"wg": w, "what": "softmax", "start": start, "end": now[w]})
+    return phases
+
+
+def schedule_events(k, first: int, last: int, barriers: dict | None = None) -> list[tuple[str, int]]:
+    """loop_events with the loop's CTA barriers in their place: ``bar:N`` a BAR.SYNC of N threads (256: the two
+    warpgroups of an 8-warp partition wait for each other; 128: one warpgroup's own)."""
+    bars = [(i.address, int(i.text.rsplit(",", 1)[1].strip().rstrip(";"), 0)) for i in k.instructions()
+            if first <= i.address <= last and i.opcode.startswith("BAR.SYNC")]
+    events, start = [], first
+    for address, threads in bars:
+        events += loop_events(k, start, address - 1, barriers) + [(f"bar:{threads}", 1)]
+        start = address + 1
+    return events + loop_events(k, start, last, barriers)
+
+
+def schedule_timeline(steps: dict, blocks: int = 4, hgmma_width: int = 128):
+    """One panel per step (``steps``: title → the two warpgroups' schedule_events), each played by
+    play_schedule: per warpgroup, its products on the tensor cores and its softmax's exponentials, and the clocks a
+    key block takes in the last block's steady state."""
+    import matplotlib.pyplot as plt
+
+    colours = {"S": "#4C78A8", "PV": "#72B7B2", "softmax": "#F58518"}
+    fig, axes = plt.subplots(len(steps), 1, figsize=(10, 1.5 * len(steps) + 0.6), sharex=True)
+    axes = [axes] if len(steps) == 1 else list(axes)
+    for ax, (title, loops) in zip(axes, steps.items()):
+        phases = play_schedule(loops, blocks, hgmma_width)
+        for p in phases:
+            row = p["wg"] * 2 + (1 if p["what"] == "softmax" else 0)
+            ax.barh(row, p["end"] - p["start"], left=p["start"], height=0.8, color=colours[p["what"]],
+                    edgecolor="white", linewidth=0.5)
+        ax.set_yticks(range(4))
+        ax.set_yticklabels(["WG 0 products", "WG 0 softmax", "WG 1 products", "WG 1 softmax"], fontsize=8)
+        ax.invert_yaxis()
+        end = max(p["end"] for p in phases)
+        ax.set_title(f"{title}: {end / blocks:.0f} clocks a key block", fontsize=9, loc="left")
+    axes[-1].set_xlabel("clocks (the model's: HGMMA 64×128×16 = 64, one warpgroup's MUFU.EX2 = 8, nothing else)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+    fig.legend(handles, ["S = Q·Kᵀ", "O += P·V", "softmax (MUFU.EX2)"], loc="lower center", ncol=3, fontsize=8,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    plt.show()
+
+
+def schedule_steps(mod, head_dim: int = 128, causal: bool = False) -> dict:
+    """The lesson's steps as schedule_timeline takes them: each kernel's unmasked key loop as compiled, with its CTA
+    barriers (v2 and v3: the default partition's two warpgroups run the same loop; v4: each consumer its own)."""
+    steps = {}
+    for version, pingpong in (("v2", False), ("v3", False), ("v4", True)):
+        cfg = mod.CONFIGS[version]
+        k = compiled(mod, version, head_dim, causal, cfg)
+        barriers = barrier_offsets(k, fa3_barrier_names(cfg, pingpong))
+        spans = key_loops(k)
+        loops = [schedule_events(k, *spans[0], barriers), schedule_events(k, *spans[2 if pingpong else 0], barriers)]
+        steps[version] = loops
+    return steps

@@ -58,7 +58,7 @@ PLANTS = [
           "                               is_async=True)\n", rejected_by="overlap_sm_90"),
     Plant("v4 (gap 2): the turn never taken in the key loop: the consumers' products interleave as they come",
           "        take_turn(my_turn, j + 1, ME)\n", "", rejected_by="turn_sm_90"),
-    Plant("v4 (gap 2): the turn handed over after the softmax (the order whose handover waits for the exponentials)",
+    Plant("v4 (gap 3): the turn handed over after the softmax (the order whose handover waits for the exponentials)",
           "        pass_turn(next_turn)\n        ### END SOLUTION\n"
           "        # In flight: S_{j+1}, then P·V j. Depth 1 retires S_{j+1} only.\n"
           "        s, _, _ = warpgroup_mma_wait(1, deps=(s, q_rows, k_next))\n"
@@ -72,7 +72,7 @@ PLANTS = [
           "        if MASKED:\n            s = mask_scores(s, m0, (j + 1) * BLOCK_N, Sk, CAUSAL, s_layout)\n"
           "        p, alpha, m_i, l_i = softmax_scores(s, m_i, l_i, qk_scale, o_layout)\n"
           "        pass_turn(next_turn)\n", rejected_by="turn_sm_90"),
-    Plant("gap 3: the producer's registers not subtracted: two consumers at 252 and the producer at 24 need more than "
+    Plant("gap 4: the producer's registers not subtracted: two consumers at 252 and the producer at 24 need more than "
           "the launch holds", "    return (warpgroups * launched - load_regs) // consumers // 8 * 8",
           "    return (warpgroups * launched) // consumers // 8 * 8", rejected_by="resources_sm_90"),
     # ---- caught on a GPU ----
