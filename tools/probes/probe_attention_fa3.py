@@ -1,5 +1,9 @@
 """Issue 42, lesson 37's groundwork: the FA3 schedule on Hopper, one idea a step, on lesson 36's attention v2.
 
+Lesson 37 (solutions/37-fa3-schedule) now teaches ``v3`` and ``v4_pv`` (its v4), with their checks and plants; this
+probe keeps the variants that lost (``v4``, ``v3_pv``) beside them for the GPU step's timing and the compile's
+findings below, and takes the lesson's ``softmax_scores`` and ``p_operand``.
+
 The steps (each an sm_90 kernel that runs in the host model; lesson 36's key_blocks, mask_scores, store_output and v2's
 producer warp and K/V ring reused, lesson 33's take_turn and pass_turn):
 
@@ -84,6 +88,10 @@ from gluon_course.nvidia import attention as att
 
 v36 = load_solution("36")
 v33 = load_solution("33")
+v37 = load_solution("37")
+# Lesson 37 took v3 and v4 in FA3's order over (its v3 and v4); this probe keeps all four variants for the GPU step's
+# comparison and the compile's findings, on the lesson's softmax split (P in fp32, then its bf16 operand).
+softmax_scores, p_operand = v37.softmax_scores, v37.p_operand
 # Lesson 36's device functions (the blocks a tile visits, the mask, the store, v2's producer) and lesson 33's turns.
 key_blocks, mask_scores, store_output, load_partition = (v36.key_blocks, v36.mask_scores, v36.store_output,
                                                          v36.v2_load_partition)
@@ -92,24 +100,6 @@ LOG2E = v36.LOG2E
 
 
 # -- the kernels ------------------------------------------------------------------------------------------------------
-
-@gluon.jit
-def softmax_scores(s, m_i, l_i, qk_scale, o_layout: gl.constexpr):
-    """Lesson 36's online_softmax without O's rescale and without P's conversion: P in fp32 (S's layout), alpha (the
-    old sums' rescale, in O's row layout), the new m and l. O's rescale must wait for the P·V still in flight, and so
-    must P's bf16 registers where that P·V reads the previous block's; the exponentials need not."""
-    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
-    alpha = gl.exp2(m_i - m_new)
-    p = gl.exp2(s * qk_scale - m_new[:, None])
-    l_new = l_i * alpha + gl.sum(p, axis=1)
-    return p, gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), m_new, l_new
-
-
-@gluon.jit
-def p_operand(p, o_layout: gl.constexpr):
-    """P rounded to bf16 in the layout wgmma reads its A operand from registers (lesson 36's conversion)."""
-    return gl.convert_layout(p.to(gl.bfloat16), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
-
 
 @gluon.jit
 def overlapped_blocks(q_rows, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, my_turn, next_turn, s, o, m_i, l_i,
