@@ -784,3 +784,44 @@ def block_decode_measure():
         text = f"{us['gluon']:.0f} µs a step, with SDPA {us['torch']:.0f} µs (batch {BLOCK_BATCH}, {n} keys)"
         return Measurement(value, text, {"us": us, "batch": BLOCK_BATCH, "keys": n, "max_abs_difference": err})
     return measure
+
+
+# -- the picture ------------------------------------------------------------------------------------------------------
+
+def split_picture(mod, L: int = 1000, seq_len: int = 700, batch: int = 1, kv_heads: int = 2, sms: int = 4):
+    """One KV head's cache of L keys cut by the lesson's split_rule (on a GPU of ``sms`` SMs, ``batch`` × ``kv_heads``
+    KV heads): each split a program, its key blocks drawn, the keys past ``seq_len`` grey (never read); below, the
+    combine adding the used splits' partials in split order."""
+    import matplotlib.pyplot as plt
+
+    block = mod.DECODE_CONFIG["BLOCK_N"]
+    splits, chunk = mod.split_rule(batch, kv_heads, L, block, sms)
+    used = min(-(-seq_len // chunk), splits)
+    fig, ax = plt.subplots(figsize=(9, 2.8))
+    colours = plt.get_cmap("tab10")
+    for s in range(splits):
+        start, stop = s * chunk, min((s + 1) * chunk, L)
+        read = max(0, min(stop, seq_len) - start)
+        ax.broken_barh([(start, read)], (1.2, 0.8), facecolors=colours(s % 10), alpha=0.8)
+        if stop > start + read:
+            ax.broken_barh([(start + read, stop - start - read)], (1.2, 0.8), facecolors="#DDDDDD")
+        for b in range(start, stop, block):
+            ax.plot([b, b], [1.2, 2.0], color="white", linewidth=0.6)
+        ax.text((start + stop) / 2, 2.15, f"program {s}", ha="center", fontsize=8)
+        if s < used:
+            ax.annotate("", xy=(L / 2, 0.45), xytext=((start + stop) / 2, 1.15),
+                        arrowprops={"arrowstyle": "->", "color": colours(s % 10), "lw": 1})
+            ax.text((start + stop) / 2, 0.8, f"m{s}, l{s}, O{s}", ha="center", fontsize=7)
+    ax.text(L / 2, 0.2, "the last program to arrive: m = max m_s;  O = Σ 2^(m_s − m)·O_s / Σ 2^(m_s − m)·l_s, "
+            f"s = 0 … {used - 1} in order", ha="center", fontsize=8,
+            bbox={"boxstyle": "round", "facecolor": "#F5F5F5", "edgecolor": "#999999"})
+    ax.axvline(seq_len, color="black", linestyle="--", linewidth=0.8)
+    ax.text(seq_len, 2.5, f" seq_len {seq_len}", fontsize=8)
+    ax.set_xlim(0, L)
+    ax.set_ylim(0, 2.8)
+    ax.set_yticks([])
+    ax.set_xlabel(f"key (the cache holds {L}; blocks of {block}; grey: past the sequence, never read)")
+    ax.set_title(f"One KV head: {splits} splits of {chunk} keys ({batch} × {kv_heads} KV heads on {sms} SMs × "
+                 f"{mod.PROGRAMS_PER_SM})", fontsize=10)
+    fig.tight_layout()
+    plt.show()
