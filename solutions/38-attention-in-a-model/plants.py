@@ -77,4 +77,9 @@ PLANTS = [
     Plant("the block's step counts the new token before writing it: its K and V one position too far",
           "        at = self.seq_lens.long()               # each sequence's next free position",
           "        at = self.seq_lens.long() + 1", rejected_by="block_model"),
+    # ---- caught on a GPU ----
+    Plant("the ring's ready parity counted for 2 slots whatever STAGES is: right in the host model's 2-slot ring, "
+          "wrong in the launcher's 3-slot one, where a wait returns before its block has landed",
+          "        mbarrier.wait(ready.index(slot), (j // STAGES) & 1)",
+          "        mbarrier.wait(ready.index(slot), (j // 2) & 1)", rejected_by="correct_attention", gpu=True),
 ]
