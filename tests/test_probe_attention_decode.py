@@ -65,7 +65,7 @@ def test_launchers_refuse_with_sentences(probe):
         probe.DecodePlan(q, k, k, torch.tensor([3]))
 
 
-@pytest.mark.parametrize("index", range(6))
+@pytest.mark.parametrize("index", range(3))          # the probe's own three; lesson 38 has the rest
 def test_the_model_rejects_each_planted_mistake(probe, index, capsys):
     plant = probe.PLANTS[index]
     assert probe.plant_verdicts([plant], computes=("wgmma",), show=print) is None, plant[0]

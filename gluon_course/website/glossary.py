@@ -131,6 +131,9 @@ TERMS: tuple[Term, ...] = (
     Term("Cooperative, ping-pong", "19", r"ping-pong"),
     Term("Epilogue fusion", "35", r"(?i)\bfusion\b|\bfused GEMMs?\b"),
     Term("Programmatic dependent launch (PDL)", "35", r"\bPDL\b|(?i:programmatic dependent launch)"),
+    Term("Grouped-query attention (GQA)", "38", r"\bGQA\b|(?i:grouped-query)"),
+    Term("KV cache", "38", r"\bKV cache\b"),
+    Term("Split-KV decode", "38", r"(?i)\bsplits?\b.*\bkeys\b|\bsplit-KV\b"),
     Term("Roofline", "32", r"(?i)\broofline\b"),
     # -- the course's own words
     Term("Host model", "18", r"host model"),

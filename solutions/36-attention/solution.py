@@ -165,10 +165,12 @@ def attention_v0_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL:
 
 @gluon.jit
 def v2_load_partition(q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty,
-                      Sq, Sk, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
+                      kv_bh, Sq, Sk, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
     """v2's producer (one warp): Q's tile once, then each key block's K and V into ring slot j % STAGES, each on its
     own barrier, so that S = Q·Kᵀ may start before V has landed. A slot is refilled once the consumers have released
-    it (its ``empty`` barrier; the first trip's wait, parity 1 on a fresh barrier, returns at once)."""
+    it (its ``empty`` barrier; the first trip's wait, parity 1 on a fresh barrier, returns at once). K and V come
+    from head ``kv_bh`` of their batch·heads rows: the program's own head here, the KV head a group of query heads
+    shares in lesson 38."""
     BLOCK_M: gl.constexpr = q_desc.block_shape[0]
     BLOCK_N: gl.constexpr = k_desc.block_shape[0]
     m0 = gl.program_id(0) * BLOCK_M
@@ -181,10 +183,10 @@ def v2_load_partition(q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_r
         free = ((j // STAGES) & 1) ^ 1
         mbarrier.wait(k_empty.index(slot), free)
         mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-        tma.async_load(k_desc, [bh * Sk + j * BLOCK_N, 0], k_ready.index(slot), k_ring.index(slot))
+        tma.async_load(k_desc, [kv_bh * Sk + j * BLOCK_N, 0], k_ready.index(slot), k_ring.index(slot))
         mbarrier.wait(v_empty.index(slot), free)
         mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-        tma.async_load(v_desc, [bh * Sk + j * BLOCK_N, 0], v_ready.index(slot), v_ring.index(slot))
+        tma.async_load(v_desc, [kv_bh * Sk + j * BLOCK_N, 0], v_ready.index(slot), v_ring.index(slot))
 
 
 @gluon.jit
@@ -261,7 +263,7 @@ def attention_v2_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL:
         (v2_mma_partition, (q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty, o_ptr, Sq, Sk,
                             qk_scale, CAUSAL, STAGES, s_layout, o_layout)),
         (v2_load_partition, (q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready,
-                             v_empty, Sq, Sk, CAUSAL, STAGES)),
+                             v_empty, gl.program_id(1), Sq, Sk, CAUSAL, STAGES)),
     ], [1], [LOAD_REGS])
     mbarrier.invalidate(q_bar)
     for i in gl.static_range(STAGES):

@@ -1,5 +1,7 @@
 """Issue 42, lesson 38's groundwork: attention in a model. Two kernels, built and checked without a GPU, to be timed
-before any of it goes into a lesson:
+before any of it goes into a lesson. Lesson 38 (solutions/38-attention-in-a-model) has since taken the GQA prefill,
+the mma.sync decode and its device functions, the split rule and the launchers' checks; this probe imports them and
+keeps the GQA v0 kernel, the decode's three variants in one kernel and the GPU step that times them.
 
 - **Causal prefill with grouped-query attention** (GQA): Q has Hq heads, K and V Hkv = Hq / GROUP (lesson 32's block:
   32 query heads on 8 KV heads, GROUP 4). Lesson 36's kernels as they are, but for the K and V rows: program
@@ -62,24 +64,24 @@ from gluon_course.nvidia import attention
 from gluon_course.nvidia.hopper import require_hopper
 
 LESSON = load_solution("36")
-# Lesson 36's device functions, as they are: v0's key loop (its ``bh`` is only ever K's and V's head), v2's
-# consumers (their ``bh`` is only ever Q's and O's head), the online softmax, the key blocks and the masks.
-v0_key_loop, v2_mma_partition = LESSON.v0_key_loop, LESSON.v2_mma_partition
+# Lesson 36's device functions, as they are: v0's key loop (its ``bh`` is only ever K's and V's head), the online
+# softmax, the key blocks and the masks.
+v0_key_loop = LESSON.v0_key_loop
 online_softmax, key_blocks, store_output = LESSON.online_softmax, LESSON.key_blocks, LESSON.store_output
 LOG2E = LESSON.LOG2E
-SMS = 132                   # the H100's and H200's SMs, where no GPU is there to ask
+# Lesson 38 took the GQA prefill (lesson 36's v2 with its producer given the KV head), the mma.sync decode, the
+# decode's device functions, the split rule and the launchers' checks from this probe. What stays here: the GQA v0
+# kernel, the decode's wgmma and CUDA-core variants beside mma.sync (one kernel, COMPUTE), and the GPU step that
+# times all three.
+LESSON38 = load_solution("38")
+kv_head_of, require_bf16_4d, require_gqa_heads = LESSON38.kv_head_of, LESSON38.require_bf16_4d, \
+    LESSON38.require_gqa_heads
+load_block, load_queries, mask_keys = LESSON38.load_block, LESSON38.load_queries, LESSON38.mask_keys
+combine_splits, split_rule = LESSON38.combine_splits, LESSON38.split_rule
+SMS = LESSON38.SMS          # the H100's and H200's SMs, where no GPU is there to ask
 
 
 # == 1. Prefill with grouped-query attention ===========================================================================
-
-@gluon.jit
-def kv_head_of(bh, HQ: gl.constexpr, GROUP: gl.constexpr):
-    """The row of K and V's (batch·Hkv) heads that query head ``bh`` = b·HQ + h reads: b·Hkv + h // GROUP. Query
-    heads h = GROUP·j … GROUP·j + GROUP − 1 share KV head j (PyTorch's enable_gqa and lesson 32's block)."""
-    b = bh // HQ
-    h = bh % HQ
-    return b * (HQ // GROUP) + h // GROUP
-
 
 @gluon.jit
 def gqa_v0_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL: gl.constexpr, s_layout: gl.constexpr,
@@ -115,94 +117,11 @@ def gqa_v0_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL: gl.co
     store_output(o, l_i, o_ptr, bh * Sq + m0, m0, Sq, o_layout)
 
 
-@gluon.jit
-def gqa_v2_load_partition(q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty,
-                          Sq, Sk, CAUSAL: gl.constexpr, STAGES: gl.constexpr, HQ: gl.constexpr,
-                          GROUP: gl.constexpr):
-    """Lesson 36's v2 producer, Q's tile from the query head, K's and V's from its KV head."""
-    BLOCK_M: gl.constexpr = q_desc.block_shape[0]
-    BLOCK_N: gl.constexpr = k_desc.block_shape[0]
-    m0 = gl.program_id(0) * BLOCK_M
-    bh = gl.program_id(1)
-    kv_bh = kv_head_of(bh, HQ, GROUP)
-    mbarrier.expect(q_bar, q_desc.block_type.nbytes)
-    tma.async_load(q_desc, [bh * Sq + m0, 0], q_bar, q_smem)
-    n_full, n_all = key_blocks(m0, Sk, BLOCK_M, BLOCK_N, CAUSAL)
-    for j in range(n_all):
-        slot = j % STAGES
-        free = ((j // STAGES) & 1) ^ 1
-        mbarrier.wait(k_empty.index(slot), free)
-        mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-        tma.async_load(k_desc, [kv_bh * Sk + j * BLOCK_N, 0], k_ready.index(slot), k_ring.index(slot))
-        mbarrier.wait(v_empty.index(slot), free)
-        mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-        tma.async_load(v_desc, [kv_bh * Sk + j * BLOCK_N, 0], v_ready.index(slot), v_ring.index(slot))
-
-
-@gluon.jit
-def gqa_v2_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL: gl.constexpr, s_layout: gl.constexpr,
-                  o_layout: gl.constexpr, STAGES: gl.constexpr, LOAD_REGS: gl.constexpr, HQ: gl.constexpr,
-                  GROUP: gl.constexpr):
-    """Lesson 36's v2: its consumers unchanged, the producer above."""
-    q_smem = gl.allocate_shared_memory(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
-    k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
-    v_ring = gl.allocate_shared_memory(v_desc.dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_bar, count=1)
-    for i in gl.static_range(STAGES):
-        mbarrier.init(k_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=1)
-        mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(v_empty.index(i), count=1)
-    gl.warp_specialize([
-        (v2_mma_partition, (q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty, o_ptr, Sq, Sk,
-                            qk_scale, CAUSAL, STAGES, s_layout, o_layout)),
-        (gqa_v2_load_partition, (q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready,
-                                 v_empty, Sq, Sk, CAUSAL, STAGES, HQ, GROUP)),
-    ], [1], [LOAD_REGS])
-    mbarrier.invalidate(q_bar)
-    for i in gl.static_range(STAGES):
-        mbarrier.invalidate(k_ready.index(i))
-        mbarrier.invalidate(k_empty.index(i))
-        mbarrier.invalidate(v_ready.index(i))
-        mbarrier.invalidate(v_empty.index(i))
-
-
-GQA_KERNELS = {"v0": gqa_v0_kernel, "v2": gqa_v2_kernel}
+GQA_KERNELS = {"v0": gqa_v0_kernel, "v2": LESSON38.gqa_prefill_kernel}
 
 
 def gqa_constexprs(version: str, cfg: dict, head_dim: int, causal: bool, heads: int, group: int) -> dict:
     return {**LESSON.constexprs(version, cfg, head_dim, causal), "HQ": heads, "GROUP": group}
-
-
-def require_bf16_4d(**tensors) -> None:
-    for name, t in tensors.items():
-        if t.dtype != torch.bfloat16:
-            raise ValueError(f"{name} is {t.dtype}: these kernels take bfloat16 (convert with .to(torch.bfloat16))")
-        if t.dim() != 4:
-            raise ValueError(f"{name} has shape {tuple(t.shape)}: (batch, heads, sequence, head dim) expected")
-        if not t.is_contiguous():
-            raise ValueError(f"{name} is not contiguous (strides {tuple(t.stride())}): pass {name}.contiguous()")
-
-
-def require_gqa_heads(q, k, v) -> int:
-    """GROUP = Hq / Hkv, or a ValueError with a sentence."""
-    B, Hq, _, D = q.shape
-    if k.shape != v.shape:
-        raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)}: K and V must have the same shape")
-    if k.shape[0] != B or k.shape[3] != D:
-        raise ValueError(f"q {tuple(q.shape)}, k {tuple(k.shape)}: K and V must match Q in batch and head dim")
-    Hkv = k.shape[1]
-    if Hkv < 1 or Hq % Hkv:
-        raise ValueError(f"{Hq} query heads over {Hkv} KV heads: each KV head must serve the same whole number of "
-                         f"query heads, so Hq must be a multiple of Hkv ({Hq} is not a multiple of {Hkv})")
-    if D not in LESSON.HEAD_DIMS:
-        raise ValueError(f"head dim {D}: these kernels are built for {' or '.join(map(str, LESSON.HEAD_DIMS))}")
-    return Hq // Hkv
 
 
 def gqa_prepared(q, k, v, causal: bool = True, version: str = "v2", out=None, sm_scale: float | None = None,
@@ -241,28 +160,6 @@ def gqa_attention(q, k, v, causal: bool = True, version: str = "v2", out=None, c
 
 
 # == 2. Decode: the keys split across programs, the splits combined in a fixed order ==================================
-
-@gluon.jit
-def load_block(k_desc, v_desc, k_ring, v_ring, ready, row0, j, STAGES: gl.constexpr):
-    """Block j of this split's keys (rows row0 + j·BLOCK_N … of the (B·Hkv·L, D) cache) into slot j % STAGES, K and V
-    on the slot's one barrier. Rows past the cache's end come as zeros (TMA); rows past the sequence are masked."""
-    BLOCK_N: gl.constexpr = k_desc.block_shape[0]
-    slot = j % STAGES
-    mbarrier.expect(ready.index(slot), k_desc.block_type.nbytes + v_desc.block_type.nbytes)
-    tma.async_load(k_desc, [row0 + j * BLOCK_N, 0], ready.index(slot), k_ring.index(slot))
-    tma.async_load(v_desc, [row0 + j * BLOCK_N, 0], ready.index(slot), v_ring.index(slot))
-
-
-@gluon.jit
-def load_queries(q_ptr, kv_head, GROUP: gl.constexpr, QROWS: gl.constexpr, HEAD_DIM: gl.constexpr,
-                 layout: gl.constexpr):
-    """The GROUP query heads of KV head ``kv_head`` (b·Hkv + h): rows kv_head·GROUP + r of Q's (B·Hq, D) view, since
-    b·Hq + h·GROUP + r = (b·Hkv + h)·GROUP + r. Rows r ≥ GROUP (the padding of an MMA's rows) are zeros."""
-    rows = gl.arange(0, QROWS, layout=gl.SliceLayout(1, layout))
-    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, layout))
-    ptrs = q_ptr + (kv_head * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :]
-    return gl.load(ptrs, mask=(rows < GROUP)[:, None], other=0.0)
-
 
 @gluon.jit
 def block_scores(q, k_smem, COMPUTE: gl.constexpr, s_layout: gl.constexpr, kv_layout: gl.constexpr):
@@ -310,15 +207,6 @@ def fma_softmax_step(s, m_i, l_i, o, qk_scale, o_layout: gl.constexpr):
 
 
 @gluon.jit
-def mask_keys(s, n0, stop, s_layout: gl.constexpr):
-    """−inf for the keys of the block at n0 at or past ``stop``: the split's end or the sequence's, whichever comes
-    first (the cache holds other data there: the next head's keys, or earlier tokens')."""
-    BLOCK_N: gl.constexpr = s.shape[1]
-    cols = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    return gl.where((cols < stop)[None, :], s, float("-inf"))
-
-
-@gluon.jit
 def store_partial(o, m_i, l_i, part_o_ptr, part_m_ptr, part_l_ptr, index, GROUP: gl.constexpr,
                   s_layout: gl.constexpr, o_layout: gl.constexpr):
     """This split's unnormalized O (GROUP × HEAD_DIM), m and l (GROUP each) in fp32 at place ``index`` =
@@ -332,37 +220,6 @@ def store_partial(o, m_i, l_i, part_o_ptr, part_m_ptr, part_l_ptr, index, GROUP:
     r = gl.arange(0, QROWS, layout=gl.SliceLayout(1, s_layout))
     gl.store(part_m_ptr + index * GROUP + r, m_i, mask=r < GROUP)
     gl.store(part_l_ptr + index * GROUP + r, l_i, mask=r < GROUP)
-
-
-@gluon.jit
-def combine_splits(part_o_ptr, part_m_ptr, part_l_ptr, o_ptr, kv_head, used, splits, GROUP: gl.constexpr,
-                   GROUP_P2: gl.constexpr, HEAD_DIM: gl.constexpr, io_layout: gl.constexpr):
-    """O of KV head ``kv_head``'s GROUP query heads from its first ``used`` splits (those that held keys): m the
-    largest m_s, then O = Σ 2^(m_s − m)·O_s / Σ 2^(m_s − m)·l_s with the splits added in order 0, 1, …, used − 1, the
-    same additions in the same order whichever program runs this. Loads are .cg: the other programs' partials are in
-    L2, and this SM's L1 may hold nothing of them."""
-    rows = gl.arange(0, GROUP_P2, layout=gl.SliceLayout(1, io_layout))
-    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, io_layout))
-    valid = rows < GROUP
-    first = kv_head * splits
-    m = gl.full([GROUP_P2], float("-inf"), gl.float32, layout=gl.SliceLayout(1, io_layout))
-    for t in range(used):
-        m = gl.maximum(m, gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0,
-                                  cache_modifier=".cg"))
-    acc = gl.zeros([GROUP_P2, HEAD_DIM], gl.float32, layout=io_layout)
-    l_sum = gl.zeros([GROUP_P2], gl.float32, layout=gl.SliceLayout(1, io_layout))
-    for t in range(used):
-        m_t = gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0, cache_modifier=".cg")
-        l_t = gl.load(part_l_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0, cache_modifier=".cg")
-        o_t = gl.load(part_o_ptr + ((first + t) * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :],
-                      mask=valid[:, None], other=0.0, cache_modifier=".cg")
-        w = gl.exp2(m_t - m)                      # what split t's sums are worth at the common maximum (≤ 1)
-        acc = acc + w[:, None] * o_t
-        l_sum = l_sum + w * l_t
-    out = acc / l_sum[:, None]
-    # O rounded once, to O's own type (bf16; fp32 for a check that reads every bit of the sums).
-    gl.store(o_ptr + (kv_head * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :], out.to(o_ptr.dtype.element_ty),
-             mask=valid[:, None])
 
 
 @gluon.jit(do_not_specialize=["H_KV", "L", "chunk", "splits"])
@@ -470,19 +327,6 @@ def decode_constexprs(compute: str, group: int, head_dim: int, cfg: dict) -> dic
     return {"GROUP": group, "GROUP_P2": group_p2, "COMPUTE": compute, "QROWS": qrows, "STAGES": cfg["STAGES"],
             "q_layout": q_layout, "s_layout": s_layout, "o_layout": o_layout, "kv_layout": kv_layout,
             "io_layout": io_layout}
-
-
-def split_rule(batch: int, kv_heads: int, L: int, block_n: int, sms: int = SMS, per_sm: int = PROGRAMS_PER_SM,
-               min_blocks: int = 2) -> tuple[int, int]:
-    """(splits, chunk): the keys cut into as many splits as fill the GPU's resident program slots (sms · per_sm) once
-    with batch·kv_heads programs a split — more would start a second, partial round of programs, fewer leave slots
-    idle — but none shorter than ``min_blocks`` key blocks; the chunk a whole number of key blocks (only a sequence's
-    last block is ever partial). At batch 1 × 32k (8 KV heads, 132 SMs): 33 splits wanted, chunks of 1 024 keys,
-    32 splits, 256 programs; at batch 64 × 8k, 512 KV heads, one split."""
-    heads = batch * kv_heads
-    wanted = max(1, min((sms * per_sm) // heads, -(-L // (min_blocks * block_n))))
-    chunk = -(-(-(-L // wanted)) // block_n) * block_n
-    return -(-L // chunk), chunk
 
 
 class DecodePlan:
@@ -899,26 +743,16 @@ def compile_check(computes=COMPUTES, head_dims=(128, 64), show=None) -> str | No
 
 
 # -- One-mistake variants the checks must reject ----------------------------------------------------------------------
+# The probe's three plants on its own decode kernel; the other three of its first six (the combine without the rescale,
+# the combine in arrival order, the KV head h % Hkv) are now lesson 38's, on the code that moved there.
 # (mistake, old text (once in this file), new text, the check that must reject it and its keyword arguments, words
 # its sentence must hold). The checks are host_check's parts: ``gqa`` the prefill shapes, ``decode`` the decode shapes
 # (two calls on one plan), ``orders`` the combine's bits in two program orders.
 PLANTS = [
-    ("the combine adds the splits' sums without rescaling them to the common maximum (each split's m unused)",
-     "        acc = acc + w[:, None] * o_t\n        l_sum = l_sum + w * l_t",
-     "        acc = acc + o_t\n        l_sum = l_sum + l_t",
-     {"versions": (), "orders": False}, "outside the bound"),
-    ("the splits combined in the order they arrive: the combining program starts after its own split",
-     "    for t in range(used):\n        m_t = gl.load(",
-     "    for i in range(used):\n        t = (gl.program_id(0) + 1 + i) % used\n        m_t = gl.load(",
-     {"versions": (), "decode_shapes": ()}, "depends on which program arrives last"),
     ("the last split's keys masked at the split's end only, not at the sequence's",
      "        s = mask_keys(s, start + j * BLOCK_N, stop, s_layout)",
      "        s = mask_keys(s, start + j * BLOCK_N, start + chunk, s_layout)",
      {"versions": (), "orders": False}, "outside the bound"),
-    ("the KV head of query head h taken as h % Hkv (heads interleaved) instead of h // GROUP",
-     "    return b * (HQ // GROUP) + h // GROUP",
-     "    return b * (HQ // GROUP) + h % (HQ // GROUP)",
-     {"computes": ()}, "GQA prefill"),
     ("the counter never reset: the next call's programs count from `splits`, and none combines",
      '        gl.atomic_xchg(arrivals_ptr + kv_head, 0, sem="relaxed", scope="gpu")\n', "",
      {"versions": (), "orders": False}, "counter of KV head"),
