@@ -35,6 +35,13 @@ MODEL_SHAPES = ((1, 72, 200), (17, 40, 104), (100, 104, 72), (128, 104, 72), (10
 # The launcher at its own configurations (3 SMs): a shape of a few K steps, and one of more K steps than slots
 # whose tiles are fewer than the SMs.
 LAUNCHER_SHAPES = ((17, 40, 104), (17, 40, 1000))
+# The decode path's tile in the host model: swap-AB (tiles of Cᵀ, 64 rows of W by 16 tokens) with K split in 3.
+MODEL_DECODE_CFG = {"BLOCK_M": 64, "BLOCK_N": 16, "BLOCK_K": 32, "STAGES": 3, "num_warps": 4, "GROUP_M": 8,
+                    "LOAD_REGS": 40, "SPLIT_K": 3, "SWAP_AB": True, "W_FIRST": 1}
+# Odd numbers of tokens up to 16, widths past the tiles, K of 7, 5 and 4 steps of 32 (slices of 2 or 3, 1 or 2 steps).
+MODEL_DECODE_SHAPES = ((1, 72, 200), (5, 104, 136), (16, 40, 104))
+# fused_linear at decode (3 SMs): its own pick (lesson 32's), with K split and not.
+LAUNCHER_DECODE_SHAPES = ((1, 40, 1000), (7, 72, 520), (16, 328, 264))
 CHILD_LIMIT_S = 300
 
 # The 8B-class block of lesson 32 (gluon_course.measure.linear.Block): its GEMMs as the fused block runs them,
@@ -42,6 +49,14 @@ CHILD_LIMIT_S = 300
 HIDDEN, FFN = 4096, 14336
 BLOCK_GEMMS = (("qkv", 6144, HIDDEN, "plain"), ("o", HIDDEN, HIDDEN, "residual"),
                ("gate_up", FFN, HIDDEN, "swiglu"), ("down", HIDDEN, FFN, "residual"))
+
+
+def not_modelled(e):
+    """What a host-model check says when the kernel uses an operation the model does not know (attention's sentence:
+    a check that could not be made here, not a failure)."""
+    from .attention import not_modelled as said
+
+    return said(e)
 
 
 def _integers(rng, shape, low=-2, high=2):
@@ -304,21 +319,99 @@ def launcher_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, sms:
 
 
 def host_model_check(epilogue: str, shapes=MODEL_SHAPES):
-    """A check: ``epilogue`` in the host model at each shape, without and with PDL, then through the launcher at
-    LAUNCHER_SHAPES, with and without PDL."""
+    """A check: ``epilogue`` in the host model at each shape, without and with PDL, then the decode path (swap-AB,
+    split-K) at MODEL_DECODE_SHAPES, two launches back to back on one scratch, then through the launcher at
+    LAUNCHER_SHAPES and LAUNCHER_DECODE_SHAPES, with and without PDL, two calls each."""
     def check(mod):
         for M, N, K in shapes:
             for pdl in (False, True):
                 problem = model_problem(mod, epilogue, M, N, K, pdl)
                 if problem:
                     return problem
-        for M, N, K in LAUNCHER_SHAPES:
+        for M, N, K in MODEL_DECODE_SHAPES:
+            for pdl in (False, True):
+                problem = model_problem(mod, epilogue, M, N, K, pdl, cfg=MODEL_DECODE_CFG, launches=2)
+                if problem:
+                    return problem
+        for M, N, K in LAUNCHER_SHAPES + LAUNCHER_DECODE_SHAPES:
             for pdl in (True, False):
                 problem = launcher_problem(mod, epilogue, M, N, K, pdl=pdl)
                 if problem:
                     return problem
         return None
     return check
+
+
+# Program orders of the split-K check: as numbered, reversed, and each third's programs in turn.
+ORDERS = (lambda n: list(range(n)), lambda n: list(range(n))[::-1],
+          lambda n: [i for r in range(3) for i in range(r, n, 3)])
+
+
+def split_order_check(M: int = 3, N: int = 72, K: int = 256, split: int = 4, programs: int = 3):
+    """A check: the decode path with K split in ``split`` gives the same bits of C whatever order its programs run in
+    (so whichever unit arrives last and reduces), for each epilogue, on operands whose fp32 sums round (random bf16
+    values, not small integers), so that another order of the slices' sum shows in the bits."""
+    def check(mod):
+        from triton.experimental.gluon import language as gl  # noqa: F401 (the model's imports, once)
+
+        from ..model import ModelError, ModelUnsupported
+
+        cfg = {**MODEL_DECODE_CFG, "SPLIT_K": split}
+        rng = np.random.default_rng(7)
+        as_bf16 = lambda v: bf16_round(v).astype(np.float32)  # noqa: E731
+        for epilogue in EPILOGUES_ALL:
+            a = as_bf16(rng.standard_normal((M, K)))
+            w = as_bf16(rng.standard_normal((N, K)) / 16)
+            kernel_w = (_interleaved(mod, w, as_bf16(rng.standard_normal((N, K)) / 16), interleave_block(cfg))
+                        if epilogue == "swiglu" else w)
+            r = as_bf16(rng.standard_normal((M, N))) if epilogue == "residual" else None
+            seen = None
+            for order in ORDERS:
+                where = where_of(epilogue, M, N, K, False, cfg) + f", programs in the order {order(programs)}"
+                try:
+                    got, writes, _ = model_launch(mod, epilogue, cfg, False, programs, a, kernel_w, (M, N), r,
+                                                  order=order)
+                except ModelUnsupported as e:
+                    return not_modelled(e)
+                except ModelError as e:
+                    return f"in the host model, {where}: {e}"
+                if (writes != 1).any():
+                    return f"in the host model, {where}: {int((writes != 1).sum())} element(s) of C not written once"
+                if seen is not None and not np.array_equal(got, seen, equal_nan=True):
+                    i, j = map(int, np.argwhere(got != seen)[0])
+                    return (f"in the host model, {where}: C[{i}, {j}] is {got[i, j]!r} where the programs in their "
+                            f"own order gave {seen[i, j]!r}: the slices are summed in the order the units arrive, "
+                            "not 0, 1, …, so the bits depend on which unit reduces")
+                seen = got
+        return None
+    return check
+
+
+EPILOGUES_ALL = ("plain", "swiglu", "residual")
+
+
+def decode_facts(mod):
+    """The decode path in sm_90's SASS, each GEMM of the block at 1 and 16 tokens: swap-AB's narrow wgmma, HGMMA.64xNx16
+    with N the configuration's tokens (W's rows on the 64-row side) and no other shape; with K split, the tile's one
+    arrival (an atomic add) and one reset (an atomic exchange)."""
+    for ep, cfg in block_configs(mod, tokens=(1, 16)):
+        if not cfg.get("SWAP_AB"):
+            return (f"{ep} at decode takes {cfg['BLOCK_M']}×{cfg['BLOCK_N']} tiles without swap-AB: config_for must "
+                    "give lesson 32's swap-AB pick at M ≤ 16")
+        k = compiled(mod, ep, cfg, False)
+        ops = k.opcodes()
+        want = f"HGMMA.64x{cfg['BLOCK_N']}x16.F32.BF16"
+        shapes = sorted(op for op in ops if op.startswith("HGMMA."))
+        where = f"{ep} at decode, {cfg['BLOCK_M']}×{cfg['BLOCK_N']} tiles of Cᵀ, K split {cfg['SPLIT_K']}"
+        if shapes != [want]:
+            return (f"{where}: the SASS's wgmmas are {', '.join(shapes) or 'none'}, not {want} alone: under swap-AB "
+                    "W's rows fill wgmma's 64-row side and the tokens its narrow N")
+        atomics = {op: n for op, n in ops.items() if op.startswith(("ATOMG", "RED"))}
+        if (cfg["SPLIT_K"] > 1) != bool(atomics):
+            return (f"{where}: the SASS holds {atomics or 'no atomics'}: " +
+                    ("split-K's counter needs its atomic add and reset" if cfg["SPLIT_K"] > 1 else
+                     "without split-K nothing counts arrivals"))
+    return None
 
 
 # -- the compiler ---------------------------------------------------------------------------------------------------

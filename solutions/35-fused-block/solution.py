@@ -314,15 +314,16 @@ def swap_ab_config(M: int, epilogue: str, N: int, K: int) -> dict | None:
     """The decode path's configuration (M ≤ DECODE_M): lesson 32's pick for the unfused GEMM (W's N rows, or gate's
     and up's 2N), tiles of Cᵀ with its BLOCK_M rows of W, BLOCK_N tokens, BLOCK_K and split of K, W's copies
     evict_first when it says so. SwiGLU's W tile is instead one block of gate's rows and the same block of up's,
-    2 · GATE_UP_BLOCK rows (interleave_gate_up's layout), so that one tile holds both sums of the same columns of H; its
-    ring as deep as lesson 32's if it fits SHARED_BUDGET, else as deep as it fits. None where lesson 32 does not swap."""
+    2 · GATE_UP_BLOCK rows (interleave_gate_up's layout), so that one tile holds both sums of the same columns of H,
+    with BLOCK_K 64. The ring as deep as lesson 32's where it fits SHARED_BUDGET, else as deep as fits. None where
+    lesson 32 does not swap."""
     w_rows = 2 * N if epilogue == "swiglu" else N
     pick = lesson32_pick(M, w_rows, K)
     if not pick["SWAP_AB"] or pick["BLOCK_N2"]:
         return None
     bm, bn, bk = pick["BLOCK_M"], pick["BLOCK_N"], pick["BLOCK_K"]
     if epilogue == "swiglu":
-        bm = 2 * GATE_UP_BLOCK
+        bm, bk = 2 * GATE_UP_BLOCK, 64        # a tile twice as tall: half the K step keeps the ring 5 deep
     c_bytes = bn * (bm // 2 if epilogue == "swiglu" else bm) * 2
     stages = min(pick["STAGES"], (SHARED_BUDGET - c_bytes) // ((bm + bn) * bk * 2))
     split = max(1, min(pick["SPLIT_K"], -(-K // bk)))
