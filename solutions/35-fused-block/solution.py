@@ -212,7 +212,8 @@ def fused_mma_partition(c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, r
         acc, acc2, step = unit_products(a_ring, b_ring, b2_ring, ready, empty, step, k_first, k_last, STAGES,
                                         acc_layout, acc_layout, True, False, BLOCK_N2)
         if SPLIT:
-            ### BEGIN SOLUTION: publish this unit's sums; the last to arrive sums the slices in order, finishes, reopens
+            # Lesson 32's protocol: publish this unit's sums; the last to arrive sums the slices in order, finishes the
+            # tile (the epilogue once, on the whole sum) and reopens the tile's counter.
             arrived = publish_slice(acc, partial_ptr, arrivals_ptr, tile, split, SPLIT_K, acc_layout)
             if arrived == SPLIT_K - 1:
                 total = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
@@ -221,7 +222,6 @@ def fused_mma_partition(c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, r
                 finish_tile(total, total, c_desc, c_smem, r_ptr, stride_rm, pid_m, pid_n, M, N, N_OUT, acc_layout,
                             EPILOGUE, SWAP_AB)
                 reopen(arrivals_ptr, tile)
-            ### END SOLUTION
         else:
             finish_tile(acc, acc2, c_desc, c_smem, r_ptr, stride_rm, pid_m, pid_n, M, N, N_OUT, acc_layout, EPILOGUE,
                         SWAP_AB)
