@@ -12,6 +12,8 @@ itself after 540 s.
 
     python tools/probes/probe_fused_block.py --model     CPU: lesson 35's host-model checks on its solution
     python tools/probes/probe_fused_block.py --compile   CPU: lesson 35's sm_90 checks (resources, PDL)
+    python tools/probes/probe_fused_block.py --chain-model      CPU: the decode chain in the host model (slow: minutes)
+    python tools/probes/probe_fused_block.py --sanitize-chain   GPU: the decode chain under compute-sanitizer memcheck
     python tools/probes/probe_fused_block.py OUT.json    GPU: the steps above; a JSON and a table
 
 Until commit 5ae7622 this probe held its own copy of the kernel, reaching griddepcontrol through gl.inline_asm; lesson
@@ -78,7 +80,7 @@ def time_gemm(name: str, N: int, K: int, epilogue: str, M: int, calls: int = 20)
     us = replayed_in_turn(graphs, calls)
     moved = w_bytes + M * K * 2 + M * N * 2 * (2 if epilogue == "residual" else 1)
     return {"gemm": name, "M": M, "N": N, "K": K, "epilogue": epilogue,
-            "config": LESSON.config_for(M, epilogue, N), "w_copies": copies, "us": us, "bytes": moved,
+            "config": LESSON.config_for(M, epilogue, N, K), "w_copies": copies, "us": us, "bytes": moved,
             "fused_GBps": moved / us["fused"] / 1e3}
 
 
@@ -159,6 +161,38 @@ def chain_in_model(M: int, pdl: bool, steps: int = 2, sms: int = 132, order=None
                 if not err <= 2 ** -7:
                     return f"{where}: off by {err:.3g} of C's largest element against the unfused math"
     return None
+
+
+def chain_child(M: int, pdl: bool, graph: bool, steps: int = 3) -> None:
+    """The fused decode chain alone, for compute-sanitizer: ``steps`` steps eagerly, then (``graph``) captured in a
+    CUDA graph of 10 steps and replayed twice, as gpu_main builds it; a synchronize after each stage."""
+    step, out = decode_chain(M, pdl)
+    for i in range(steps):
+        step(i)
+        torch.cuda.synchronize()
+    print(f"chain M={M} pdl={pdl}: {steps} eager steps done", flush=True)
+    if graph:
+        g = _graph_of(step, 10)
+        for _ in range(2):
+            g.replay()
+            torch.cuda.synchronize()
+        print(f"chain M={M} pdl={pdl}: graph replayed", flush=True)
+
+
+def sanitize_chain(limit_s: int = 240) -> None:
+    """Each chain (M = 1, 16; without and with PDL; eager, then in a graph) in its own process under
+    ``compute-sanitizer --tool memcheck``, with a time limit: its first report, or that it ran clean."""
+    import subprocess
+
+    for M in (1, 16):
+        for pdl in (False, True):
+            cmd = ["timeout", str(limit_s), "compute-sanitizer", "--tool", "memcheck", "--print-limit", "1",
+                   "--error-exitcode", "9", sys.executable, __file__, "--chain-child", str(M), str(int(pdl)), "1"]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            text = (done.stdout + done.stderr).strip().splitlines()
+            report = [line for line in text if "=========" in line][:12]
+            print(f"--- M={M} pdl={pdl}: exit {done.returncode}", flush=True)
+            print("\n".join(report or text[-12:]), flush=True)
 
 
 def gpu_main(path: str) -> None:
@@ -250,6 +284,12 @@ def cpu_checks(keys) -> str | None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args[:1] == ["--chain-child"]:
+        chain_child(int(args[1]), bool(int(args[2])), bool(int(args[3])))
+        sys.exit(0)
+    if args[:1] == ["--sanitize-chain"]:
+        sanitize_chain()
+        sys.exit(0)
     if args[:1] == ["--chain-model"]:
         # CPU: the decode chain in the host model, M = 1 and 16, without and with PDL, two steps each
         said = None
