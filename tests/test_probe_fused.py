@@ -37,7 +37,7 @@ def test_pdl_reaches_the_launch(probe):
     from gluon_course.nvidia.launch import RawLaunch, StubDriver, stub_compiled
 
     lesson = probe.LESSON
-    cfg = lesson.config_for(1, "plain", 6144)
+    cfg = lesson.config_for(1, "plain", 6144, 4096)
     compiled = fused.compiled(lesson, "plain", cfg, True)
     assert compiled.metadata.launch_pdl is True
     assert fused.compiled(lesson, "plain", cfg, False).metadata.launch_pdl is False
@@ -45,6 +45,6 @@ def test_pdl_reaches_the_launch(probe):
         k = stub_compiled(lesson.fused_kernel, compiled, num_warps=cfg["num_warps"])
         k.run.launch_pdl = compiled.metadata.launch_pdl          # what CudaLauncher.__init__ does with the metadata
         raw = RawLaunch.of(k)
-        raw(3, 0, tuple(range(3 * 3)) + (0,) * 5)
+        raw(3, 0, tuple(range(3 * 3)) + (0,) * 9)          # the maps, then R, scratch, counters and 6 integers
     grid_x, _, _, stream, function, cooperative, pdl = driver.launches[-1][:7]
     assert (grid_x, cooperative, pdl) == (3, False, True)

@@ -35,6 +35,13 @@ MODEL_SHAPES = ((1, 72, 200), (17, 40, 104), (100, 104, 72), (128, 104, 72), (10
 # The launcher at its own configurations (3 SMs): a shape of a few K steps, and one of more K steps than slots
 # whose tiles are fewer than the SMs.
 LAUNCHER_SHAPES = ((17, 40, 104), (17, 40, 1000))
+# The decode path's tile in the host model: swap-AB (tiles of Cᵀ, 64 rows of W by 16 tokens) with K split in 3.
+MODEL_DECODE_CFG = {"BLOCK_M": 64, "BLOCK_N": 16, "BLOCK_K": 32, "STAGES": 3, "num_warps": 4, "GROUP_M": 8,
+                    "LOAD_REGS": 40, "SPLIT_K": 3, "SWAP_AB": True, "W_FIRST": 1}
+# Odd numbers of tokens up to 16, widths past the tiles, K of 7, 5 and 4 steps of 32 (slices of 2 or 3, 1 or 2 steps).
+MODEL_DECODE_SHAPES = ((1, 72, 200), (5, 104, 136), (16, 40, 104))
+# fused_linear at decode (3 SMs): its own pick (lesson 32's), with K split and not.
+LAUNCHER_DECODE_SHAPES = ((1, 40, 1000), (7, 72, 520), (16, 328, 264))
 CHILD_LIMIT_S = 300
 
 # The 8B-class block of lesson 32 (gluon_course.measure.linear.Block): its GEMMs as the fused block runs them,
@@ -42,6 +49,14 @@ CHILD_LIMIT_S = 300
 HIDDEN, FFN = 4096, 14336
 BLOCK_GEMMS = (("qkv", 6144, HIDDEN, "plain"), ("o", HIDDEN, HIDDEN, "residual"),
                ("gate_up", FFN, HIDDEN, "swiglu"), ("down", HIDDEN, FFN, "residual"))
+
+
+def not_modelled(e):
+    """What a host-model check says when the kernel uses an operation the model does not know (attention's sentence:
+    a check that could not be made here, not a failure)."""
+    from .attention import not_modelled as said
+
+    return said(e)
 
 
 def _integers(rng, shape, low=-2, high=2):
@@ -124,22 +139,26 @@ def _interleaved(mod, w, w_up, block_n: int):
     return mod.interleave_gate_up(torch.from_numpy(w), torch.from_numpy(w_up), block_n).numpy()
 
 
-def model_launch(mod, epilogue: str, cfg: dict, pdl: bool, programs: int, a, w, c_shape, r=None, r_pad: int = 0):
+def model_launch(mod, epilogue: str, cfg: dict, pdl: bool, programs: int, a, w, c_shape, r=None, r_pad: int = 0,
+                 order=None, launches: int = 1):
     """The lesson's fused_kernel in the host model on numpy A (M × K), W (N × K; the interleaved W for SwiGLU) and R:
     C's values (fp32 of its bf16), how often each element was written, and the programs' traces. ``r_pad``: R's rows
-    lie that many elements further apart than its width (R a column slice of a wider matrix)."""
+    lie that many elements further apart than its width (R a column slice of a wider matrix). With swap-AB
+    (``cfg["SWAP_AB"]``) the kernel's A is W and its B the activations, M and N exchanged; with split-K its scratch
+    and counters are the model's, and every counter must be back at 0 after the launch. ``order``: the programs'
+    order (``run``'s). ``launches``: that many launches back to back on the same scratch (the last one's C, writes
+    and traces are returned)."""
     from triton.experimental.gluon import language as gl
 
-    from ..model import Buffer, HostTensorDescriptor, Pointer
+    from ..model import Buffer, HostTensorDescriptor, ModelError, Pointer
     from ..model.run import run as run_kernel
 
     ce = mod.constexprs(cfg, epilogue, pdl)
-    BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    swap, split = bool(cfg.get("SWAP_AB")), int(cfg.get("SPLIT_K", 1))
     M, K = a.shape
     N = w.shape[0]
     a_buf = Buffer("A", a.astype(np.float32), gl.bfloat16)
     w_buf = Buffer("W", w.astype(np.float32), gl.bfloat16)
-    c_buf = Buffer("C", np.zeros(c_shape, np.float32), gl.bfloat16, poison=True)
     if r is not None:
         # R's own memory is the slice of a wider matrix: the columns past N belong to another tensor (the model
         # refuses any read of them only where they lie past the whole buffer; a read of them here gives wrong sums).
@@ -147,20 +166,35 @@ def model_launch(mod, epilogue: str, cfg: dict, pdl: bool, programs: int, a, w, 
         wide[:, :r.shape[1]] = r
         r_buf = Buffer("R", wide, gl.bfloat16)
         r_stride = r.shape[1] + r_pad
-    else:
-        r_buf, r_stride = c_buf, c_shape[1]
-    descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
-             for buf, block in ((a_buf, [BM, BK]), (w_buf, [BN, BK]), (c_buf, [BM, BN]))]
-    tiles = -(-M // BM) * -(-N // (BN * (2 if epilogue == "swiglu" else 1)))
-    runs = run_kernel(mod.fused_kernel, min(tiles, programs), *descs, Pointer(r_buf), M, N, K, c_shape[1],
-                      r_stride, num_warps=cfg["num_warps"], **ce)
+    a_block, b_block, c_block = mod.blocks(cfg, epilogue)
+    tiles = mod.tiles_of(cfg, epilogue, M, N)
+    partial = Buffer("split-K slices", np.zeros(max(1, tiles * split * cfg["BLOCK_M"] * cfg["BLOCK_N"]), np.float32),
+                     gl.float32)
+    arrivals = Buffer("split-K counters", np.zeros(tiles, np.float32), gl.int32)
+    grid = min(tiles * split, programs)
+    for _ in range(launches):
+        c_buf = Buffer("C", np.zeros(c_shape, np.float32), gl.bfloat16, poison=True)
+        if r is None:
+            r_buf, r_stride = c_buf, c_shape[1]
+        kernel_a, kernel_b = (w_buf, a_buf) if swap else (a_buf, w_buf)
+        descs = [HostTensorDescriptor(buf, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
+                 for buf, block in ((kernel_a, a_block), (kernel_b, b_block), (c_buf, c_block))]
+        runs = run_kernel(mod.fused_kernel, grid, *descs, Pointer(r_buf), Pointer(partial), Pointer(arrivals),
+                          *((N, M) if swap else (M, N)), K, c_shape[1], r_stride, split, num_warps=cfg["num_warps"],
+                          order=order(grid) if callable(order) else order, **ce)
+        left = np.flatnonzero(arrivals.values())
+        if left.size:
+            raise ModelError(f"split-K's counter of tile {int(left[0])} is {arrivals.values()[left[0]]:g} after the "
+                             "launch, not 0: the next call would count from there (reset it in the unit that reduces "
+                             "the tile)")
     return c_buf.values(), c_buf.writes.reshape(c_shape), runs
 
 
-def pdl_order(runs) -> str | None:
+def pdl_order(runs, activations_ring: str = "a_ring") -> str | None:
     """Each program under PDL, from the host model's traces: its producer loads tiles of W before gdc_wait and none
     of A (the previous kernel's output), waits once, and calls gdc_launch_dependents once, after its last load; no
-    partition reads A or R, or stores C, before the wait. A's ring is the kernel's ``a_ring``."""
+    partition reads A or R, or stores C, before the wait. A's ring is the kernel's ``a_ring``, or under swap-AB its
+    ``b_ring`` (``activations_ring``)."""
     for prog in runs:
         producer = [e for e in prog.trace if e["partition"] == "worker partition 0"]
         waits = [i for i, e in enumerate(producer) if e["what"] == "griddepcontrol.wait"]
@@ -170,7 +204,7 @@ def pdl_order(runs) -> str | None:
             return (f"program {prog.pid[0]}'s producer calls gdc_wait {len(waits)} time(s) and gdc_launch_dependents "
                     f"{len(launches)} time(s): once each")
         before = [e for i, e in loads if i < waits[0]]
-        if any(e["slot"].startswith("a_ring") for e in before):
+        if any(e["slot"].startswith(activations_ring) for e in before):
             return (f"program {prog.pid[0]} loads a tile of A before gdc_wait: A is the previous kernel's output, "
                     "which under PDL may still be being written")
         if not before:
@@ -190,32 +224,48 @@ def pdl_order(runs) -> str | None:
     return None
 
 
+def interleave_block(cfg: dict) -> int:
+    """The block SwiGLU's W is interleaved in for a configuration: the width of one strip of H, BLOCK_N, or under
+    swap-AB half the W tile, BLOCK_M / 2 (gate's block, then up's)."""
+    return cfg["BLOCK_M"] // 2 if cfg.get("SWAP_AB") else cfg["BLOCK_N"]
+
+
+def where_of(epilogue: str, M: int, N: int, K: int, pdl: bool, cfg: dict) -> str:
+    """The words that name one model run: epilogue, PDL, shape, and swap-AB and split-K where the tile has them."""
+    path = (", swap-AB" if cfg.get("SWAP_AB") else "") + (f", split-K {cfg['SPLIT_K']}" if cfg.get("SPLIT_K", 1) > 1
+                                                          else "")
+    return (f"{epilogue}{' with PDL' if pdl else ''}, {M}×{N}×{K}{path}" +
+            (", R's rows 8 elements wider" if epilogue == "residual" else ""))
+
+
 def model_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, programs: int = 3, cfg=None,
-                  seed: int = 0) -> str | None:
+                  seed: int = 0, order=None, launches: int = 1) -> str | None:
     """One epilogue at one shape in the host model against the unfused math: None or one sentence."""
     from ..model import ModelError, ModelUnsupported
 
     cfg = cfg or MODEL_CFG
     x = operands(epilogue, M, N, K, seed)
-    kernel_w = _interleaved(mod, x["w"], x["w_up"], cfg["BLOCK_N"]) if epilogue == "swiglu" else x["w"]
-    where = f"{epilogue}{' with PDL' if pdl else ''}, {M}×{N}×{K}" + (", R's rows 8 elements wider" if epilogue == "residual" else "")
+    kernel_w = _interleaved(mod, x["w"], x["w_up"], interleave_block(cfg)) if epilogue == "swiglu" else x["w"]
+    where = where_of(epilogue, M, N, K, pdl, cfg)
     try:
         got, writes, runs = model_launch(mod, epilogue, cfg, pdl, programs, x["a"], kernel_w, (M, N), x["r"],
-                                         r_pad=8)
+                                         r_pad=8, order=order, launches=launches)
     except ModelUnsupported as e:
         return not_modelled(e)
     except ModelError as e:
         return f"in the host model, {where}: {e}"
     problem = compare(got, reference(epilogue, x["a"], x["w"], x["r"], x["w_up"]), writes, epilogue)
     if problem is None and pdl:
-        problem = pdl_order(runs)
+        problem = pdl_order(runs, "b_ring" if cfg.get("SWAP_AB") else "a_ring")
     return f"in the host model, {where}: {problem}" if problem else None
 
 
-def launcher_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, sms: int = 3) -> str | None:
+def launcher_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, sms: int = 3,
+                     calls: int = 2) -> str | None:
     """The lesson's fused_linear on CPU tensors, the GPU stood in for by the host model: its configuration for M,
-    descriptors, grid and arguments. A is a column slice of a wider matrix (as the block's o projection may read
-    it); C against the unfused math, each element written once."""
+    descriptors, grid, split-K scratch and arguments, ``calls`` calls back to back. A is a column slice of a wider
+    matrix (as the block's o projection may read it); the last call's C against the unfused math, each element
+    written once."""
     import torch
 
     from ..model import ModelError, ModelUnsupported
@@ -233,52 +283,135 @@ def launcher_problem(mod, epilogue: str, M: int, N: int, K: int, pdl: bool, sms:
     wider[:, :K] = as_bf16(x["a"])
     a = wider[:, :K]
     c = torch.full((M, N), float("nan"), dtype=torch.bfloat16)
-    where = f"fused_linear, {epilogue}{' with PDL' if pdl else ''}, {M}×{N}×{K}"
+    cfg = mod.config_for(M, epilogue, N, K, sms)
+    where = "fused_linear, " + where_of(epilogue, M, N, K, pdl, cfg).split(", R's")[0]
     mod._FUSED.clear()                       # nothing kept from an earlier launch on other memory
     with ModelGPU(sms) as gpu:
         for t, name in ((wider, "A"), (w, "W"), (r_wide if r is not None else None, "R"), (c, "C")):
             if t is not None:
                 gpu.add(t, name)
-        try:
-            mod.fused_linear(a, w, epilogue, r=r, c=c, pdl=pdl)
-        except ModelUnsupported as e:
-            return not_modelled(e)
-        except ModelError as e:
-            return f"in the host model, {where}: {e}"
-        if len(gpu.launches) != 1:
-            return f"in the host model, {where}: {len(gpu.launches)} launches, not one"
-        if bool(gpu.options[0].get("launch_pdl", False)) != pdl:
+        # Twice on the same kept plan and scratch, C poisoned again in between: a split-K counter left where the
+        # first call left it shows in the second.
+        for call in range(calls):
+            c.fill_(float("nan"))
+            try:
+                mod.fused_linear(a, w, epilogue, r=r, c=c, pdl=pdl)
+            except ModelUnsupported as e:
+                return not_modelled(e)
+            except ModelError as e:
+                return f"in the host model, {where}, call {call + 1}: {e}"
+        if len(gpu.launches) != calls:
+            return f"in the host model, {where}: {len(gpu.launches)} launches for {calls} calls, not one each"
+        if bool(gpu.options[-1].get("launch_pdl", False)) != pdl:
             return (f"in the host model, {where}: the kernel was launched with launch_pdl="
-                    f"{gpu.options[0].get('launch_pdl', False)}: " +
+                    f"{gpu.options[-1].get('launch_pdl', False)}: " +
                     ("without it the launch waits for the previous kernel to end, and gdc_wait waits for nothing"
                      if pdl else "fused_linear(pdl=False) must launch without it"))
         writes = gpu.writes(c)
-        runs = gpu.launches[0]
+        runs = gpu.launches[-1]
     mod._FUSED.clear()
     problem = compare(c.float().numpy(), reference(epilogue, x["a"], x["w"], x["r"], x["w_up"]), writes, epilogue)
     if problem is None and pdl:
-        problem = pdl_order(runs)
+        problem = pdl_order(runs, "b_ring" if cfg.get("SWAP_AB") else "a_ring")
     if problem is None and not pdl and any(e["what"] == "griddepcontrol.wait" for prog in runs for e in prog.trace):
         problem = "fused_linear(pdl=False) launched the kernel compiled for PDL (its producer calls gdc_wait)"
     return f"in the host model, {where}: {problem}" if problem else None
 
 
 def host_model_check(epilogue: str, shapes=MODEL_SHAPES):
-    """A check: ``epilogue`` in the host model at each shape, without and with PDL, then through the launcher at
-    LAUNCHER_SHAPES, with and without PDL."""
+    """A check: ``epilogue`` in the host model at each shape, without and with PDL, then the decode path (swap-AB,
+    split-K) at MODEL_DECODE_SHAPES, two launches back to back on one scratch, then through the launcher at
+    LAUNCHER_SHAPES and LAUNCHER_DECODE_SHAPES, with and without PDL, two calls each."""
     def check(mod):
         for M, N, K in shapes:
             for pdl in (False, True):
                 problem = model_problem(mod, epilogue, M, N, K, pdl)
                 if problem:
                     return problem
-        for M, N, K in LAUNCHER_SHAPES:
+        for M, N, K in MODEL_DECODE_SHAPES:
+            for pdl in (False, True):
+                problem = model_problem(mod, epilogue, M, N, K, pdl, cfg=MODEL_DECODE_CFG, launches=2)
+                if problem:
+                    return problem
+        for M, N, K in LAUNCHER_SHAPES + LAUNCHER_DECODE_SHAPES:
             for pdl in (True, False):
                 problem = launcher_problem(mod, epilogue, M, N, K, pdl=pdl)
                 if problem:
                     return problem
         return None
     return check
+
+
+# Program orders of the split-K check: as numbered, reversed, and each third's programs in turn.
+ORDERS = (lambda n: list(range(n)), lambda n: list(range(n))[::-1],
+          lambda n: [i for r in range(3) for i in range(r, n, 3)])
+
+
+def split_order_check(M: int = 3, N: int = 72, K: int = 256, split: int = 4, programs: int = 3):
+    """A check: the decode path with K split in ``split`` gives the same bits of C whatever order its programs run in
+    (so whichever unit arrives last and reduces), for each epilogue, on operands whose fp32 sums round (random bf16
+    values, not small integers), so that another order of the slices' sum shows in the bits."""
+    def check(mod):
+        from triton.experimental.gluon import language as gl  # noqa: F401 (the model's imports, once)
+
+        from ..model import ModelError, ModelUnsupported
+
+        cfg = {**MODEL_DECODE_CFG, "SPLIT_K": split}
+        rng = np.random.default_rng(7)
+        as_bf16 = lambda v: bf16_round(v).astype(np.float32)  # noqa: E731
+        for epilogue in EPILOGUES_ALL:
+            a = as_bf16(rng.standard_normal((M, K)))
+            w = as_bf16(rng.standard_normal((N, K)) / 16)
+            kernel_w = (_interleaved(mod, w, as_bf16(rng.standard_normal((N, K)) / 16), interleave_block(cfg))
+                        if epilogue == "swiglu" else w)
+            r = as_bf16(rng.standard_normal((M, N))) if epilogue == "residual" else None
+            seen = None
+            for order in ORDERS:
+                where = where_of(epilogue, M, N, K, False, cfg) + f", programs in the order {order(programs)}"
+                try:
+                    got, writes, _ = model_launch(mod, epilogue, cfg, False, programs, a, kernel_w, (M, N), r,
+                                                  order=order)
+                except ModelUnsupported as e:
+                    return not_modelled(e)
+                except ModelError as e:
+                    return f"in the host model, {where}: {e}"
+                if (writes != 1).any():
+                    return f"in the host model, {where}: {int((writes != 1).sum())} element(s) of C not written once"
+                if seen is not None and not np.array_equal(got, seen, equal_nan=True):
+                    i, j = map(int, np.argwhere(got != seen)[0])
+                    return (f"in the host model, {where}: C[{i}, {j}] is {got[i, j]!r} where the programs in their "
+                            f"own order gave {seen[i, j]!r}: the slices are summed in the order the units arrive, "
+                            "not 0, 1, …, so the bits depend on which unit reduces")
+                seen = got
+        return None
+    return check
+
+
+EPILOGUES_ALL = ("plain", "swiglu", "residual")
+
+
+def decode_facts(mod):
+    """The decode path in sm_90's SASS, each GEMM of the block at 1 and 16 tokens: swap-AB's narrow wgmma, HGMMA.64xNx16
+    with N the configuration's tokens (W's rows on the 64-row side) and no other shape; with K split, the tile's one
+    arrival (an atomic add) and one reset (an atomic exchange)."""
+    for ep, cfg in block_configs(mod, tokens=(1, 16)):
+        if not cfg.get("SWAP_AB"):
+            return (f"{ep} at decode takes {cfg['BLOCK_M']}×{cfg['BLOCK_N']} tiles without swap-AB: config_for must "
+                    "give lesson 32's swap-AB pick at M ≤ 16")
+        k = compiled(mod, ep, cfg, False)
+        ops = k.opcodes()
+        want = f"HGMMA.64x{cfg['BLOCK_N']}x16.F32.BF16"
+        shapes = sorted(op for op in ops if op.startswith("HGMMA."))
+        where = f"{ep} at decode, {cfg['BLOCK_M']}×{cfg['BLOCK_N']} tiles of Cᵀ, K split {cfg['SPLIT_K']}"
+        if shapes != [want]:
+            return (f"{where}: the SASS's wgmmas are {', '.join(shapes) or 'none'}, not {want} alone: under swap-AB "
+                    "W's rows fill wgmma's 64-row side and the tokens its narrow N")
+        atomics = {op: n for op, n in ops.items() if op.startswith(("ATOMG", "RED"))}
+        if (cfg["SPLIT_K"] > 1) != bool(atomics):
+            return (f"{where}: the SASS holds {atomics or 'no atomics'}: " +
+                    ("split-K's counter needs its atomic add and reset" if cfg["SPLIT_K"] > 1 else
+                     "without split-K nothing counts arrivals"))
+    return None
 
 
 # -- the compiler ---------------------------------------------------------------------------------------------------
@@ -289,38 +422,40 @@ def compiled(mod, epilogue: str, cfg: dict, pdl: bool):
 
     from ..machine import compile_cached, tensor_descriptor_type
 
-    BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
-
     def desc(block):
         return tensor_descriptor_type("bf16", block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
 
-    signature = {"a_desc": desc([BM, BK]), "b_desc": desc([BN, BK]), "c_desc": desc([BM, BN]), "r_ptr": "*bf16",
-                 "M": "i32", "N": "i32", "K": "i32", "N_OUT": "i32", "stride_rm": "i32"}
+    a_block, b_block, c_block = mod.blocks(cfg, epilogue)
+    signature = {"a_desc": desc(a_block), "b_desc": desc(b_block), "c_desc": desc(c_block), "r_ptr": "*bf16",
+                 "partial_ptr": "*fp32", "arrivals_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32", "N_OUT": "i32",
+                 "stride_rm": "i32", "SPLIT_K": "i32"}
     return compile_cached(mod.fused_kernel, "sm_90", signature=signature, constexprs=mod.constexprs(cfg, epilogue, pdl),
-                          aligned=("r_ptr",), num_warps=cfg["num_warps"], **({"launch_pdl": True} if pdl else {}))
+                          aligned=("r_ptr", "partial_ptr", "arrivals_ptr"), num_warps=cfg["num_warps"],
+                          **({"launch_pdl": True} if pdl else {}))
 
 
-def block_configs(mod, tokens=(1, 2048)):
+def block_configs(mod, tokens=(1, 16, 2048)):
     """(epilogue, configuration) of each GEMM of the block at each number of tokens, each once."""
     found = {}
     for M in tokens:
-        for _, N, _, epilogue in BLOCK_GEMMS:
-            cfg = mod.config_for(M, epilogue, N)
+        for _, N, K, epilogue in BLOCK_GEMMS:
+            cfg = mod.config_for(M, epilogue, N, K)
             found[(epilogue, tuple(sorted(cfg.items())))] = (epilogue, cfg)
     return list(found.values())
 
 
-def wait_order(k) -> str | None:
+def wait_order(k, activations: str = "%a_desc") -> str | None:
     """The producer's order in the compiled TTGIR, where each TMA copy still names its descriptor: a copy through W's
-    descriptor before the grid dependency wait and none through A's. A's is found by the position of ``%a_desc`` among
-    warp_specialize's operands, which are the partitions' arguments in order."""
+    descriptor before the grid dependency wait and none through the activations' (``activations``: ``%a_desc``, or
+    ``%b_desc`` under swap-AB). It is found by its position among warp_specialize's operands, which are the
+    partitions' arguments in order."""
     import re
 
     text = k.ttgir
     operands_ = re.search(r"ttg\.warp_specialize\(([^)]*)\)", text)
     names = [x.strip() for x in operands_.group(1).split(",")] if operands_ else []
-    if "%a_desc" not in names:
-        return "the TTGIR's warp_specialize does not hand the partitions %a_desc"
+    if activations not in names:
+        return f"the TTGIR's warp_specialize does not hand the partitions {activations}"
     lines = text.splitlines()
     # gdc_wait is tt.grid_dependency_wait in the TTGIR (an inline griddepcontrol.wait would be its PTX text).
     wait = next((i for i, line in enumerate(lines) if "grid_dependency_wait" in line or "griddepcontrol.wait" in line),
@@ -329,19 +464,20 @@ def wait_order(k) -> str | None:
         return "the TTGIR holds no grid dependency wait: call gdc_wait() in the producer"
     header = max(i for i, line in enumerate(lines[:wait]) if re.match(r"\s*partition\d+\(", line))
     params = re.findall(r"(%arg\d+):", lines[header])
-    a_arg = params[names.index("%a_desc")]
+    a_arg = params[names.index(activations)]
     copies = [(i, re.search(r"async_tma_copy_global_to_local (%\w+)\[", line).group(1))
               for i, line in enumerate(lines[header:], header) if "async_tma_copy_global_to_local" in line]
     if not any(i < wait and desc != a_arg for i, desc in copies):
         return "no TMA copy of W comes before gdc_wait: nothing of the kernel's start overlaps the previous kernel"
     early = [i for i, desc in copies if i < wait and desc == a_arg]
     if early:
-        return (f"a TMA copy through A's descriptor (line {early[0] + 1} of the TTGIR) comes before "
+        return (f"a TMA copy through the activations' descriptor ({activations}, line {early[0] + 1} of the TTGIR) "
+                "comes before "
                 "gdc_wait: under PDL the previous kernel may still be writing A")
     return None
 
 
-def pdl_problem(k, pdl: bool) -> str | None:
+def pdl_problem(k, pdl: bool, swap_ab: bool = False) -> str | None:
     """With PDL: the SASS holds the wait (at least one ACQBULK) and one PREEXIT, the TTGIR's order is W, wait, A, and
     the compiled kernel asks its launcher for PDL. Without: none of them."""
     waits, launches = k.count(PDL_WAIT), k.count(PDL_LAUNCH)
@@ -350,7 +486,7 @@ def pdl_problem(k, pdl: bool) -> str | None:
                 f"(griddepcontrol.launch_dependents); " +
                 ("with PDL, at least one and exactly one" if pdl else "without PDL, none"))
     if pdl:
-        problem = wait_order(k)
+        problem = wait_order(k, "%b_desc" if swap_ab else "%a_desc")
         if problem:
             return problem
     if bool(getattr(k.metadata, "launch_pdl", False)) != pdl:

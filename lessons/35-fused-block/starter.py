@@ -34,12 +34,13 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from gluon_course.course import load_solution
 from gluon_course.nvidia import launch as kept
 from gluon_course.nvidia.hopper import require_hopper, tma_descriptor
-from gluon_course.nvidia.tiles import grouped_tile
+from gluon_course.nvidia.split_k import SplitScratch, publish_slice, read_slice, reopen
 
 v32 = load_solution("32")
 # Lesson 32's device functions as they are: the producer's K step and the consumers' K loop (its wide tile, two
-# accumulators, holds SwiGLU's gate and up).
-load_step, unit_products = v32.load_step, v32.unit_products
+# accumulators, holds SwiGLU's gate and up), its work units (a tile, or a tile's slice of K) and its store of a tile
+# (transposed for swap-AB).
+load_step, unit_products, work_unit, store_tile = v32.load_step, v32.unit_products, v32.work_unit, v32.store_tile
 
 EPILOGUES = ("plain", "swiglu", "residual")
 # The SwiGLU GEMM's W: gate's and up's rows interleaved in blocks of GATE_UP_BLOCK (interleave_gate_up), which is
@@ -51,11 +52,13 @@ SMS = 132                   # the H100's and H200's SMs, where no GPU is there t
 # -- The kernel --------------------------------------------------------------------------------------------------------
 
 @gluon.jit
-def fused_load_partition(a_desc, b_desc, a_ring, b_ring, b2_ring, ready, empty, M, N, K, STAGES: gl.constexpr,
-                         GROUP_M: gl.constexpr, BLOCK_N2: gl.constexpr, PDL: gl.constexpr):
-    """The producer (one warp): lesson 32's, one tile of C a unit. A wide tile's second strip (SwiGLU's up rows) comes
-    through the same descriptor as the first, BLOCK_N rows further down W. With ``PDL``, the first tile's first STAGES
-    steps load W before gdc_wait and A after it."""
+def fused_load_partition(a_desc, b_desc, a_ring, b_ring, b2_ring, ready, empty, M, N, K, SPLIT_K,
+                         STAGES: gl.constexpr, GROUP_M: gl.constexpr, BLOCK_N2: gl.constexpr, SWAP_AB: gl.constexpr,
+                         PDL: gl.constexpr, A_POLICY: gl.constexpr, B_POLICY: gl.constexpr):
+    """The producer (one warp): lesson 32's, walking its work units (a tile, or a tile's slice of K). A wide tile's
+    second strip (SwiGLU's up rows) comes through the same descriptor as the first, BLOCK_N rows further down W. The
+    kernel's A is the activations and its B is W, or with ``SWAP_AB`` the other way round. With ``PDL``, the first
+    unit's first STAGES steps load W before gdc_wait and the activations after it."""
     BLOCK_M: gl.constexpr = a_desc.block_shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_shape[0]
@@ -66,30 +69,43 @@ def fused_load_partition(a_desc, b_desc, a_ring, b_ring, b2_ring, ready, empty, 
     first = gl.program_id(0)
     if PDL:
         # Every slot of the ring is free at the start. W is weights: no kernel writes it, so its first tiles may be
-        # loaded while the previous kernel still runs. Each slot's expect() counts A's bytes too; they come later.
-        pid_m, pid_n = grouped_tile(first, num_pid_m, num_pid_n, GROUP_M)
+        # loaded while the previous kernel still runs. Each slot's expect() counts the activations' bytes too; they
+        # come later.
+        tile, split, pid_m, pid_n, k_first, k_last = work_unit(first, num_pid_m, num_pid_n, k_tiles, SPLIT_K,
+                                                                   GROUP_M)
         n = pid_n * (BLOCK_N + BLOCK_N2)
         W_STRIPS: gl.constexpr = 2 if BLOCK_N2 > 0 else 1
-        early = min(STAGES, k_tiles)
-        for k in range(early):
-            mbarrier.expect(ready.index(k), a_desc.block_type.nbytes + W_STRIPS * b_desc.block_type.nbytes)
-            tma.async_load(b_desc, [n, k * BLOCK_K], ready.index(k), b_ring.index(k))
-            if BLOCK_N2 > 0:
-                tma.async_load(b_desc, [n + BLOCK_N, k * BLOCK_K], ready.index(k), b2_ring.index(k))
-        # A is the previous kernel's output: from here on it is complete and visible.
+        early = min(STAGES, k_last - k_first)
+        for i in range(early):
+            k = k_first + i
+            mbarrier.expect(ready.index(i), a_desc.block_type.nbytes + W_STRIPS * b_desc.block_type.nbytes)
+            if SWAP_AB:
+                tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(i), a_ring.index(i),
+                               cache_policy=A_POLICY)
+            else:
+                tma.async_load(b_desc, [n, k * BLOCK_K], ready.index(i), b_ring.index(i), cache_policy=B_POLICY)
+                if BLOCK_N2 > 0:
+                    tma.async_load(b_desc, [n + BLOCK_N, k * BLOCK_K], ready.index(i), b2_ring.index(i),
+                                   cache_policy=B_POLICY)
+        # The activations are the previous kernel's output: from here on they are complete and visible.
         gdc_wait()
-        for k in range(early):
-            tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(k), a_ring.index(k))
-        for k in range(early, k_tiles):
-            load_step(a_desc, b_desc, b_desc, a_ring, b_ring, b2_ring, ready, empty, k, pid_m, pid_n, k, STAGES,
-                      True, False, BLOCK_N2, None, None)
-        step = k_tiles
+        for i in range(early):
+            k = k_first + i
+            if SWAP_AB:
+                tma.async_load(b_desc, [n, k * BLOCK_K], ready.index(i), b_ring.index(i))
+            else:
+                tma.async_load(a_desc, [pid_m * BLOCK_M, k * BLOCK_K], ready.index(i), a_ring.index(i))
+        for k in range(k_first + early, k_last):
+            load_step(a_desc, b_desc, b_desc, a_ring, b_ring, b2_ring, ready, empty, k - k_first, pid_m, pid_n, k,
+                      STAGES, True, False, BLOCK_N2, A_POLICY, B_POLICY)
+        step = k_last - k_first
         first += gl.num_programs(0)
-    for tile in range(first, num_pid_m * num_pid_n, gl.num_programs(0)):
-        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
-        for k in range(k_tiles):
+    for unit in range(first, num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+        tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K,
+                                                                   GROUP_M)
+        for k in range(k_first, k_last):
             load_step(a_desc, b_desc, b_desc, a_ring, b_ring, b2_ring, ready, empty, step, pid_m, pid_n, k, STAGES,
-                      True, False, BLOCK_N2, None, None)
+                      True, False, BLOCK_N2, A_POLICY, B_POLICY)
             step += 1
     if PDL:
         # Every load of this program is issued: the next kernel may be scheduled (a hint; its gdc_wait still waits
@@ -106,20 +122,73 @@ def silu_times(gate, up):
 
 
 @gluon.jit
-def add_residual(acc, r_ptr, stride_rm, off_m, off_n, M, N, acc_layout: gl.constexpr):
-    """acc + R's tile at (off_m, off_n), in fp32. R is bf16, row-major, rows ``stride_rm`` elements apart, M × N."""
-    BLOCK_M: gl.constexpr = acc.shape[0]
-    BLOCK_N: gl.constexpr = acc.shape[1]
-    # TODO gap 2: R's tile in the accumulator's layout, rows past M and columns past N masked, added in fp32
-    gl.static_assert(False, "lesson 35, gap 2 not yet implemented: R's tile in the accumulator's layout, rows past M and columns past N masked, added in fp32")
+def gate_and_up(acc):
+    """Under swap-AB, SwiGLU's tile of W is gate's block of GATE_UP_BLOCK rows then up's (interleave_gate_up's
+    layout), so the accumulator's first half of rows holds gate's sums and its second half up's, for the same
+    columns of H: the two halves, in registers ([2, half, tokens] → [half, tokens, 2]: gl.split takes the last
+    dimension)."""
+    HALF: gl.constexpr = acc.shape[0] // 2
+    return gl.split(acc.reshape([2, HALF, acc.shape[1]]).permute((1, 2, 0)))
 
 
 @gluon.jit
-def fused_mma_partition(c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, r_ptr, stride_rm, M, N, K, N_OUT,
-                        STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
-                        BLOCK_N2: gl.constexpr, EPILOGUE: gl.constexpr):
-    """The consumers: lesson 32's K loop per tile (unit_products), then the epilogue on the finished fp32 sums, one
-    rounding to bf16 and one TMA store of BLOCK_M × BLOCK_N at C's coordinates (C has ``N_OUT`` columns)."""
+def add_residual(acc, r_ptr, stride_rm, off_m, off_n, M, N, acc_layout: gl.constexpr, SWAP_AB: gl.constexpr):
+    """acc + R's tile at C's (off_m, off_n), in fp32. R is bf16, row-major, rows ``stride_rm`` elements apart, M × N
+    (C's shape). With ``SWAP_AB`` acc is a tile of Cᵀ: its rows are C's columns and its columns C's rows, so R's
+    tile is read transposed."""
+    BLOCK_M: gl.constexpr = acc.shape[0]
+    BLOCK_N: gl.constexpr = acc.shape[1]
+    # TODO gap 2: R's tile in the accumulator's layout (transposed for swap-AB), past M and N masked, in fp32
+    gl.static_assert(False, "lesson 35, gap 2 not yet implemented: R's tile in the accumulator's layout (transposed for swap-AB), past M and N masked, in fp32")
+
+
+@gluon.jit
+def finish_tile(acc, acc2, c_desc, c_smem, r_ptr, stride_rm, pid_m, pid_n, M, N, N_OUT, acc_layout: gl.constexpr,
+                EPILOGUE: gl.constexpr, SWAP_AB: gl.constexpr):
+    """A tile's whole sums (``acc``, and a wide tile's ``acc2``) through the epilogue, one rounding to bf16 and one
+    TMA store at C's coordinates (C has ``N_OUT`` columns). Without swap-AB the tile's rows are C's rows; with it they
+    are W's rows (C's columns) and its columns are tokens (C's rows; the kernel's N)."""
+    BLOCK_M: gl.constexpr = acc.shape[0]
+    BLOCK_N: gl.constexpr = acc.shape[1]
+    if SWAP_AB:
+        c_rows = N
+        off_m = pid_n * BLOCK_N                # C's rows: the tokens
+        if EPILOGUE == "swiglu":
+            gate, up = gate_and_up(acc)
+            out = silu_times(gate, up)
+            off_n = pid_m * (BLOCK_M // 2)     # C's columns: a tile of gate's and up's rows makes one strip of H
+        else:
+            off_n = pid_m * BLOCK_M
+            if EPILOGUE == "residual":
+                out = add_residual(acc, r_ptr, stride_rm, off_m, off_n, c_rows, N_OUT, acc_layout, True)
+            else:
+                out = acc
+    else:
+        c_rows = M
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N                # C's columns: SwiGLU's two strips make one strip of H
+        if EPILOGUE == "swiglu":
+            out = silu_times(acc, acc2)
+        elif EPILOGUE == "residual":
+            out = add_residual(acc, r_ptr, stride_rm, off_m, off_n, c_rows, N_OUT, acc_layout, False)
+        else:
+            out = acc
+    tma.store_wait(0)                          # the previous tile's store has left c_smem
+    if SWAP_AB:
+        store_tile(c_desc, c_smem, out, off_n, off_m, True)
+    else:
+        store_tile(c_desc, c_smem, out, off_m, off_n, False)
+
+
+@gluon.jit
+def fused_mma_partition(c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, r_ptr, stride_rm, partial_ptr,
+                        arrivals_ptr, M, N, K, N_OUT, SPLIT_K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                        acc_layout: gl.constexpr, BLOCK_N2: gl.constexpr, EPILOGUE: gl.constexpr,
+                        SWAP_AB: gl.constexpr, SPLIT: gl.constexpr):
+    """The consumers: lesson 32's K loop per work unit (unit_products), then the tile's epilogue (finish_tile) on
+    its finished fp32 sums. With ``SPLIT`` (SPLIT_K > 1), lesson 32's fixed-order protocol: each unit's sums go to its
+    slice of the scratch, and only the unit that arrives last adds the slices in the order 0, 1, … and finishes the
+    tile, so the epilogue (SiLU · up, + R) and the rounding happen once, on the whole sum."""
     BLOCK_M: gl.constexpr = a_ring.shape[1]
     BLOCK_N: gl.constexpr = b_ring.shape[1]
     BLOCK_K: gl.constexpr = a_ring.shape[2]
@@ -127,32 +196,40 @@ def fused_mma_partition(c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, r
     num_pid_n = gl.cdiv(N, BLOCK_N + BLOCK_N2)
     k_tiles = gl.cdiv(K, BLOCK_K)
     step = 0
-    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
-        acc, acc2, step = unit_products(a_ring, b_ring, b2_ring, ready, empty, step, 0, k_tiles, STAGES, acc_layout,
-                                        acc_layout, True, False, BLOCK_N2)
-        off_m = pid_m * BLOCK_M
-        off_n = pid_n * BLOCK_N                # C's columns: SwiGLU's two strips make one strip of H
-        if EPILOGUE == "swiglu":
-            out = silu_times(acc, acc2)
-        elif EPILOGUE == "residual":
-            out = add_residual(acc, r_ptr, stride_rm, off_m, off_n, M, N_OUT, acc_layout)
+    for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+        tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K,
+                                                                   GROUP_M)
+        acc, acc2, step = unit_products(a_ring, b_ring, b2_ring, ready, empty, step, k_first, k_last, STAGES,
+                                        acc_layout, acc_layout, True, False, BLOCK_N2)
+        if SPLIT:
+            # Lesson 32's protocol: publish this unit's sums; the last to arrive sums the slices in order, finishes the
+            # tile (the epilogue once, on the whole sum) and reopens the tile's counter.
+            arrived = publish_slice(acc, partial_ptr, arrivals_ptr, tile, split, SPLIT_K, acc_layout)
+            if arrived == SPLIT_K - 1:
+                total = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=acc_layout)
+                for s in range(SPLIT_K):
+                    total += read_slice(partial_ptr, tile, s, SPLIT_K, BLOCK_M, BLOCK_N, acc_layout)
+                finish_tile(total, total, c_desc, c_smem, r_ptr, stride_rm, pid_m, pid_n, M, N, N_OUT, acc_layout,
+                            EPILOGUE, SWAP_AB)
+                reopen(arrivals_ptr, tile)
         else:
-            out = acc
-        tma.store_wait(0)                      # the previous tile's store has left c_smem
-        c_smem.store(out.to(c_desc.dtype))
-        fence_async_shared()
-        tma.async_store(c_desc, [off_m, off_n], c_smem)
+            finish_tile(acc, acc2, c_desc, c_smem, r_ptr, stride_rm, pid_m, pid_n, M, N, N_OUT, acc_layout, EPILOGUE,
+                        SWAP_AB)
     tma.store_wait(0)
 
 
-@gluon.jit(do_not_specialize=["M", "N", "K", "N_OUT", "stride_rm"])
-def fused_kernel(a_desc, b_desc, c_desc, r_ptr, M, N, K, N_OUT, stride_rm, BLOCK_M: gl.constexpr,
-                 BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr, STAGES: gl.constexpr,
-                 GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, EPILOGUE: gl.constexpr, PDL: gl.constexpr):
+@gluon.jit(do_not_specialize=["M", "N", "K", "N_OUT", "stride_rm", "SPLIT_K"])
+def fused_kernel(a_desc, b_desc, c_desc, r_ptr, partial_ptr, arrivals_ptr, M, N, K, N_OUT, stride_rm, SPLIT_K,
+                 BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr,
+                 STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, EPILOGUE: gl.constexpr,
+                 PDL: gl.constexpr, SWAP_AB: gl.constexpr, SPLIT: gl.constexpr, A_POLICY: gl.constexpr,
+                 B_POLICY: gl.constexpr):
     """C = epilogue(A·Wᵀ): A M × K, W N × K (for SwiGLU the interleaved W, N twice H's padded width), C M × N_OUT, in
-    tiles of BLOCK_M × BLOCK_N of C, persistent over the grid. ``r_ptr``: R for the residual (unread otherwise)."""
-    BLOCK_N2: gl.constexpr = BLOCK_N if EPILOGUE == "swiglu" else 0
+    tiles of BLOCK_M × BLOCK_N, persistent over the grid. Without ``SWAP_AB`` the kernel's A is the activations and
+    its B is W (tiles of C); with it (decode) its A is W and its B the activations, M and N exchanged (tiles of Cᵀ, W's
+    rows on wgmma's 64-row side and the few tokens on its narrow N side). ``r_ptr``: R for the residual (unread
+    otherwise); ``partial_ptr`` and ``arrivals_ptr``: split-K's scratch and counters (unread without ``SPLIT``)."""
+    BLOCK_N2: gl.constexpr = BLOCK_N if EPILOGUE == "swiglu" and not SWAP_AB else 0
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     b2_ring = b_ring
@@ -165,10 +242,11 @@ def fused_kernel(a_desc, b_desc, c_desc, r_ptr, M, N, K, N_OUT, stride_rm, BLOCK
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
     gl.warp_specialize([
-        (fused_mma_partition, (c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, r_ptr, stride_rm, M, N, K,
-                               N_OUT, STAGES, GROUP_M, acc_layout, BLOCK_N2, EPILOGUE)),
-        (fused_load_partition, (a_desc, b_desc, a_ring, b_ring, b2_ring, ready, empty, M, N, K, STAGES, GROUP_M,
-                                BLOCK_N2, PDL)),
+        (fused_mma_partition, (c_desc, a_ring, b_ring, b2_ring, c_smem, ready, empty, r_ptr, stride_rm, partial_ptr,
+                               arrivals_ptr, M, N, K, N_OUT, SPLIT_K, STAGES, GROUP_M, acc_layout, BLOCK_N2, EPILOGUE,
+                               SWAP_AB, SPLIT)),
+        (fused_load_partition, (a_desc, b_desc, a_ring, b_ring, b2_ring, ready, empty, M, N, K, SPLIT_K, STAGES,
+                                GROUP_M, BLOCK_N2, SWAP_AB, PDL, A_POLICY, B_POLICY)),
     ], [1], [LOAD_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -205,11 +283,55 @@ def decode_width(N: int, sms: int = SMS) -> int:
     return max((64, 32), key=lambda w: (round(busy_fraction(-(-N // w), sms), 6), w))
 
 
-def config_for(M: int, epilogue: str, N: int, sms: int = SMS) -> dict:
-    """The tile of one GEMM at M rows, C's N columns. Decode (M ≤ 64): 64-row tiles (wgmma's least), BLOCK_K 128 (64
-    for SwiGLU's two wide strips), the ring as deep as shared memory allows (about 200 KiB). Prefill: lesson 19's
-    128 × 256, as 128 × (128 + 128) for SwiGLU; the residual at 128 × 128, because R's tile, loaded in the
-    accumulator's layout, needs as many registers again."""
+# Decode: at most this many tokens, the fused GEMMs take lesson 32's swap-AB (and split-K) configuration.
+DECODE_M = 16
+SHARED_BUDGET = 200 * 1024      # a program's ring and C buffer, below sm_90's 227 KiB with room for the barriers
+
+
+def lesson32_pick(M: int, w_rows: int, K: int) -> dict:
+    """What lesson 32's linear runs for A (M × K) times W (w_rows × K) transposed: this GPU's dispatch table (the
+    H200's where there is no GPU), its cost model for shapes the table does not list."""
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = v32._this_gpus_table()
+    return _TABLE.config(M, w_rows, K, False)
+
+
+_TABLE = None
+
+
+def swap_ab_config(M: int, epilogue: str, N: int, K: int) -> dict | None:
+    """The decode path's configuration (M ≤ DECODE_M): lesson 32's pick for the unfused GEMM (W's N rows, or gate's
+    and up's 2N), tiles of Cᵀ with its BLOCK_M rows of W, BLOCK_N tokens, BLOCK_K and split of K, W's copies
+    evict_first when it says so. SwiGLU's W tile is instead one block of gate's rows and the same block of up's,
+    2 · GATE_UP_BLOCK rows (interleave_gate_up's layout), so that one tile holds both sums of the same columns of H,
+    with BLOCK_K 64. The ring as deep as lesson 32's where it fits SHARED_BUDGET, else as deep as fits. None where
+    lesson 32 does not swap."""
+    w_rows = 2 * N if epilogue == "swiglu" else N
+    pick = lesson32_pick(M, w_rows, K)
+    if not pick["SWAP_AB"] or pick["BLOCK_N2"]:
+        return None
+    bm, bn, bk = pick["BLOCK_M"], pick["BLOCK_N"], pick["BLOCK_K"]
+    if epilogue == "swiglu":
+        bm, bk = 2 * GATE_UP_BLOCK, 64        # a tile twice as tall: half the K step keeps the ring 5 deep
+    c_bytes = bn * (bm // 2 if epilogue == "swiglu" else bm) * 2
+    stages = min(pick["STAGES"], (SHARED_BUDGET - c_bytes) // ((bm + bn) * bk * 2))
+    split = max(1, min(pick["SPLIT_K"], -(-K // bk)))
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages, "num_warps": pick["num_warps"],
+            "GROUP_M": pick["GROUP_M"], "LOAD_REGS": 40, "SPLIT_K": split, "SWAP_AB": True,
+            "W_FIRST": int(pick["W_FIRST"] or 0)}
+
+
+def config_for(M: int, epilogue: str, N: int, K: int, sms: int = SMS) -> dict:
+    """The tile of one GEMM at M rows, C's N columns, K. Decode, M ≤ DECODE_M: swap-AB as lesson 32 picks it
+    (swap_ab_config). Up to M = 64: 64-row tiles (wgmma's least), BLOCK_K 128 (64 for SwiGLU's two wide strips), the
+    ring as deep as shared memory allows (about 200 KiB). Prefill: lesson 19's 128 × 256, as 128 × (128 + 128) for
+    SwiGLU; the residual at 128 × 128, because R's tile, loaded in the accumulator's layout, needs as many registers
+    again."""
+    if M <= DECODE_M:
+        found = swap_ab_config(M, epilogue, N, K)
+        if found is not None:
+            return found
     if epilogue == "swiglu":
         bm, bk, stages, warps = (64, 64, 5, 4) if M <= 64 else (128, 64, 3, 8)
         bn = GATE_UP_BLOCK
@@ -222,14 +344,36 @@ def config_for(M: int, epilogue: str, N: int, sms: int = SMS) -> dict:
     else:
         bm, bn, bk, stages, warps = 128, 256, 64, 3, 8
     return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages, "num_warps": warps, "GROUP_M": 8,
-            "LOAD_REGS": 40}
+            "LOAD_REGS": 40, "SPLIT_K": 1, "SWAP_AB": False, "W_FIRST": 0}
+
+
+def blocks(cfg: dict, epilogue: str) -> tuple:
+    """The boxes of the kernel's A, B and C descriptors: A [BLOCK_M, BLOCK_K] and B [BLOCK_N, BLOCK_K] (activations
+    and W, or W and activations with swap-AB), C's [BLOCK_M, BLOCK_N], or [BLOCK_N, BLOCK_M] with swap-AB (a tile of
+    Cᵀ stored transposed; half of BLOCK_M for SwiGLU, whose W tile holds gate's and up's rows)."""
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    if cfg.get("SWAP_AB"):
+        return [bm, bk], [bn, bk], [bn, bm // 2 if epilogue == "swiglu" else bm]
+    return [bm, bk], [bn, bk], [bm, bn]
+
+
+def tiles_of(cfg: dict, epilogue: str, M: int, w_rows: int) -> int:
+    """The tiles of C (or Cᵀ) of a launch: the kernel's M over BLOCK_M times its N over the tile's width."""
+    swap = bool(cfg.get("SWAP_AB"))
+    kernel_m, kernel_n = (w_rows, M) if swap else (M, w_rows)
+    width = cfg["BLOCK_N"] * (2 if epilogue == "swiglu" and not swap else 1)
+    return triton.cdiv(kernel_m, cfg["BLOCK_M"]) * triton.cdiv(kernel_n, width)
 
 
 def constexprs(cfg: dict, epilogue: str, pdl: bool) -> dict:
     """fused_kernel's constexpr arguments for one configuration, in the kernel's order."""
+    swap = bool(cfg.get("SWAP_AB"))
+    w_policy = v32.W_STREAMED if cfg.get("W_FIRST") else None
     return {"BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"],
             "acc_layout": v32.wgmma_layout(cfg["num_warps"], cfg["BLOCK_N"]), "STAGES": cfg["STAGES"],
-            "GROUP_M": cfg["GROUP_M"], "LOAD_REGS": cfg["LOAD_REGS"], "EPILOGUE": epilogue, "PDL": bool(pdl)}
+            "GROUP_M": cfg["GROUP_M"], "LOAD_REGS": cfg["LOAD_REGS"], "EPILOGUE": epilogue, "PDL": bool(pdl),
+            "SWAP_AB": swap, "SPLIT": cfg.get("SPLIT_K", 1) > 1,
+            "A_POLICY": w_policy if swap else None, "B_POLICY": None if swap else w_policy}
 
 
 # -- The launcher ------------------------------------------------------------------------------------------------------
@@ -265,12 +409,14 @@ def _require_fusable(a, w, c, r, epilogue: str) -> int:
 
 
 class FusedLinear:
-    """One fused GEMM: C = epilogue(A·Wᵀ), as ``fused_linear`` calls it. Keeps a compiled launch per configuration
-    and the descriptors per set of addresses (lesson 31's kept launch), and launches with PDL when ``pdl``."""
+    """One fused GEMM: C = epilogue(A·Wᵀ), as ``fused_linear`` calls it. Keeps a compiled launch per configuration,
+    the descriptors per set of addresses (lesson 31's kept launch) and split-K's scratch per stream (lesson 32's), and
+    launches with PDL when ``pdl``."""
 
     def __init__(self, epilogue: str = "plain", pdl: bool = False):
         self.epilogue, self.pdl = epilogue, pdl
         self.launches, self.descriptors = {}, OrderedDict()
+        self.scratch = SplitScratch()
 
     def __call__(self, a, w, c=None, r=None, stream=None):
         n_out = _require_fusable(a, w, c, r, self.epilogue)
@@ -280,28 +426,33 @@ class FusedLinear:
         if c is None:
             c = torch.empty(M, n_out, device=a.device, dtype=torch.bfloat16)
         sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        cfg = config_for(M, self.epilogue, n_out, sms)
+        cfg = config_for(M, self.epilogue, n_out, K, sms)
         key = tuple(cfg.items())
         if key not in self.launches:
             options = {"launch_pdl": True} if self.pdl else {}
             self.launches[key] = (kept.KeptLaunch(fused_kernel, cfg["num_warps"], **options),
                                   tuple(constexprs(cfg, self.epilogue, self.pdl).values()))
         launch, ce = self.launches[key]
-        BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+        swap = cfg["SWAP_AB"]
+        # The kernel's A and B: the activations and W, or W and the activations (swap-AB), and its M and N.
+        ka, kb, kM, kN = (w, a, N, M) if swap else (a, w, M, N)
 
         def make():
-            blocks = ([BM, BK], [BN, BK], [BM, BN])
-            for name, t, block in zip("AWC", (a, w, c), blocks):
+            boxes = blocks(cfg, self.epilogue)
+            for name, t, block in zip(("W", "A", "C") if swap else ("A", "W", "C"), (ka, kb, c), boxes):
                 tma_descriptor(name, t, block)         # TMA's 16-byte rule, refused with a sentence
-            layouts = [gl.NVMMASharedLayout.get_default_for(b, gl.bfloat16) for b in blocks]
+            layouts = [gl.NVMMASharedLayout.get_default_for(b, gl.bfloat16) for b in boxes]
             # Kept by address, holding no tensor (lesson 31): a kept descriptor never keeps freed memory alive.
-            return kept.host_descriptors((a, w, c), blocks, layouts)
+            return kept.host_descriptors((ka, kb, c), boxes, layouts)
         descs = kept.kept_descriptors(self.descriptors, (key, kept.signature(a, w, c), a.data_ptr(), w.data_ptr(),
                                                          c.data_ptr()), make)
-        tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN * (2 if self.epilogue == "swiglu" else 1))
+        tiles = tiles_of(cfg, self.epilogue, M, N)
+        split = cfg["SPLIT_K"]
         stream = stream if stream is not None else triton.runtime.driver.active.get_current_stream(a.device.index)
+        partial, arrivals = self.scratch.get(a.device, stream, key, tiles, split, cfg["BLOCK_M"] * cfg["BLOCK_N"])
         rr = r if r is not None else c
-        launch(min(tiles, sms), stream, descs, (rr, M, N, K, n_out, rr.stride(0), *ce))
+        launch(min(tiles * split, sms), stream, descs, (rr, partial, arrivals, kM, kN, K, n_out, rr.stride(0), split,
+                                                        *ce))
         return c
 
 

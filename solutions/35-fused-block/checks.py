@@ -12,9 +12,11 @@ from gluon_course.nvidia import fused
 LOAD_BYTES = {"LDG.E.U16": 2, "LDG.E": 4, "LDG.E.64": 8, "LDG.E.128": 16}
 
 
-def _elements(cfg) -> int:
-    """Accumulator elements a consumer thread holds (one strip): BLOCK_M · BLOCK_N over the consumers' threads."""
-    return cfg["BLOCK_M"] * cfg["BLOCK_N"] // (32 * cfg["num_warps"])
+def _elements(cfg, epilogue: str) -> int:
+    """Elements of C's tile a consumer thread holds: BLOCK_M · BLOCK_N over the consumers' threads (one strip), half
+    of that for SwiGLU under swap-AB, whose tile of W holds gate's and up's rows of the same columns of H."""
+    half = 2 if epilogue == "swiglu" and cfg.get("SWAP_AB") else 1
+    return cfg["BLOCK_M"] * cfg["BLOCK_N"] // (32 * cfg["num_warps"] * half)
 
 
 def epilogue_facts(epilogue: str):
@@ -27,13 +29,15 @@ def epilogue_facts(epilogue: str):
                 continue
             k = fused.compiled(mod, ep, cfg, False)
             ops = k.opcodes()
-            n = _elements(cfg)
+            n = _elements(cfg, ep)
             loaded = sum(ops.get(op, 0) * size for op, size in LOAD_BYTES.items()) // 2
             got = {"UTMASTG.2D": ops.get("UTMASTG.2D", 0), "MUFU.EX2": ops.get("MUFU.EX2", 0),
                    "R elements loaded": loaded}
             want = {"UTMASTG.2D": 1, "MUFU.EX2": n if ep == "swiglu" else 0,
                     "R elements loaded": n if ep == "residual" else 0}
-            where = f"the {ep} epilogue at {cfg['BLOCK_M']}×{cfg['BLOCK_N']} ({cfg['num_warps']} warps, {n} elements a thread)"
+            swap = ", swap-AB" if cfg.get("SWAP_AB") else ""
+            where = (f"the {ep} epilogue at {cfg['BLOCK_M']}×{cfg['BLOCK_N']}{swap} ({cfg['num_warps']} warps, {n} "
+                     "elements a thread)")
             problem = mismatch(got, want, where, why={
                 "MUFU.EX2": ("SiLU needs e^(−g): gl.exp of the gate's sums",
                              "more than one exponential an element: compute e^(−g) once"),
@@ -43,11 +47,13 @@ def epilogue_facts(epilogue: str):
             if problem:
                 return problem
             if ep == "residual":
-                # add_residual's M and N are the kernel's M and N_OUT (C's columns), the names the listing knows.
-                bounds = [m["bounds"] for m in k.masks() if m["op"] == "load"]
-                missing = sorted({({"M": "rows < M", "N_OUT": "columns < N (the kernel's N_OUT, C's columns, "
-                                                               "which it hands add_residual as N)"})[name]
-                                  for b in bounds or [{}] for name in ("M", "N_OUT") if name not in b})
+                # add_residual's M and N are C's rows and columns: the kernel's M (its N under swap-AB, where the
+                # kernel's M is W's rows) and N_OUT, the names the listing knows.
+                rows = "N" if cfg.get("SWAP_AB") else "M"
+                bounds = [m["bounds"] for m in k.masks() if m["op"] == "load" and m["masked"]]
+                said = {rows: "rows < M (C's rows: the kernel's " + rows + ")",
+                        "N_OUT": "columns < N (the kernel's N_OUT, C's columns, which it hands add_residual as N)"}
+                missing = sorted({said[name] for b in bounds or [{}] for name in (rows, "N_OUT") if name not in b})
                 if missing:
                     return (f"{where}: R's loads are not bounded by {' and '.join(missing)}: the tile's rows and "
                             "columns past C's edges are not R's; mask the load with both bounds")
@@ -73,7 +79,7 @@ def pdl_sm_90(mod):
     the wait after W's first TMA copies and before A's, and launch_pdl in the compiled kernel; without PDL, none."""
     for ep, cfg in fused.block_configs(mod):
         for pdl in (False, True):
-            problem = fused.pdl_problem(fused.compiled(mod, ep, cfg, pdl), pdl)
+            problem = fused.pdl_problem(fused.compiled(mod, ep, cfg, pdl), pdl, bool(cfg.get("SWAP_AB")))
             if problem:
                 return f"{ep}{' with PDL' if pdl else ''} at {cfg['BLOCK_M']}×{cfg['BLOCK_N']}: {problem}"
     return None
@@ -102,14 +108,22 @@ CHECKS = LessonChecks(
     machine_code=[
         Check("swiglu_model", "SwiGLU in the host model (no GPU): H = SiLU(A·W_gateᵀ)·(A·W_upᵀ) within half a bf16 "
               "step (and fp32's SiLU) of the fp64 unfused math, gate's sums up to ±100 and more included, at five "
-              "shapes with tails past every tile edge, each element written once, with and without PDL, then "
-              "through fused_linear with and without PDL", fused.host_model_check("swiglu")),
+              "shapes with tails past every tile edge, each element written once, with and without PDL; the decode "
+              "path (swap-AB, K split in 3) at 1, 5 and 16 tokens, two launches on one scratch; then through "
+              "fused_linear with and without PDL at 17 and at 1, 7 and 16 tokens (lesson 32's pick), two calls each",
+              fused.host_model_check("swiglu")),
         Check("residual_model", "the residual in the host model: C = A·Wᵀ + R rounded once to bf16, exactly, at the "
               "same shapes, R a column slice of a wider matrix and read only inside C, each element written once, "
-              "with and without PDL, then through fused_linear", fused.host_model_check("residual")),
+              "with and without PDL, the decode path and the launcher as for SwiGLU", fused.host_model_check("residual")),
         Check("plain_model", "the plain epilogue (Q, K and V as one GEMM) in the host model, the same way: A·Wᵀ "
               "rounded once, exactly",
               fused.host_model_check("plain")),
+        Check("split_order_model", "the decode path with K split in 4 in the host model: the same bits of C in every "
+              "epilogue whatever order the programs run in (whichever unit reduces), on operands whose fp32 sums round",
+              fused.split_order_check()),
+        Check("decode_sm_90", "sm_90, each GEMM of the block at 1 and 16 tokens takes swap-AB: its only wgmma is "
+              "HGMMA.64xNx16 with N the tile's tokens (W's rows on the 64-row side); with K split, the counter's "
+              "atomics, and none without", fused.decode_facts, target="sm_90"),
         Check("swiglu_sm_90", "sm_90, the SwiGLU GEMM at decode and prefill: one MUFU.EX2 an element of H, no load "
               "by the threads, one TMA store a tile (H only)", epilogue_facts("swiglu"), target="sm_90"),
         Check("residual_sm_90", "sm_90, the residual GEMMs at decode and prefill: each element of R loaded once, "

@@ -12,6 +12,8 @@ itself after 540 s.
 
     python tools/probes/probe_fused_block.py --model     CPU: lesson 35's host-model checks on its solution
     python tools/probes/probe_fused_block.py --compile   CPU: lesson 35's sm_90 checks (resources, PDL)
+    python tools/probes/probe_fused_block.py --chain-model      CPU: the decode chain in the host model (slow: minutes)
+    python tools/probes/probe_fused_block.py --sanitize-chain   GPU: the decode chain under compute-sanitizer memcheck
     python tools/probes/probe_fused_block.py OUT.json    GPU: the steps above; a JSON and a table
 
 Until commit 5ae7622 this probe held its own copy of the kernel, reaching griddepcontrol through gl.inline_asm; lesson
@@ -78,32 +80,36 @@ def time_gemm(name: str, N: int, K: int, epilogue: str, M: int, calls: int = 20)
     us = replayed_in_turn(graphs, calls)
     moved = w_bytes + M * K * 2 + M * N * 2 * (2 if epilogue == "residual" else 1)
     return {"gemm": name, "M": M, "N": N, "K": K, "epilogue": epilogue,
-            "config": LESSON.config_for(M, epilogue, N), "w_copies": copies, "us": us, "bytes": moved,
+            "config": LESSON.config_for(M, epilogue, N, K), "w_copies": copies, "us": us, "bytes": moved,
             "fused_GBps": moved / us["fused"] / 1e3}
 
 
-def decode_chain(M: int, pdl: bool, unfused: bool = False):
+def decode_chain(M: int, pdl: bool, unfused: bool = False, device: str = "cuda"):
     """The block's four GEMMs at M tokens: QKV; o with the residual x (attention stood in for by Q's columns, read
-    as they lie in QKV's output); gate and up with SwiGLU; down with the residual. Returns the step and its output.
+    as they lie in QKV's output); gate and up with SwiGLU; down with the residual. Returns the step and its output;
+    the step's ``calls`` are its four launches in order, each (name, call, C), and its ``tensors`` every tensor the
+    launches touch, by name (the host model's run of the chain, ``chain_in_model``, reads both).
     ``unfused``: the same chain through lesson 32's linear and torch's elementwise work (the same weights and input:
-    the generator's seed is fixed)."""
-    g = torch.Generator(device="cuda").manual_seed(3)
-    x = torch.randn(M, fused.HIDDEN, device="cuda", dtype=torch.bfloat16, generator=g)
-    W = {name: torch.randn(N * (2 if ep == "swiglu" else 1), K, device="cuda", dtype=torch.bfloat16,
+    the generator's seed is fixed). ``device="cpu"``: the same tensors on the CPU, for the host model."""
+    g = torch.Generator(device=device).manual_seed(3)
+    x = torch.randn(M, fused.HIDDEN, device=device, dtype=torch.bfloat16, generator=g)
+    W = {name: torch.randn(N * (2 if ep == "swiglu" else 1), K, device=device, dtype=torch.bfloat16,
                            generator=g) / K ** 0.5 for name, N, K, ep in fused.BLOCK_GEMMS}
     gate_up = W["gate_up"]
     w_cat = LESSON.interleave_gate_up(gate_up[:fused.FFN], gate_up[fused.FFN:])
     fs = {name: LESSON.FusedLinear(ep, pdl) for name, _, _, ep in fused.BLOCK_GEMMS}
-    qkv = torch.empty(M, 6144, device="cuda", dtype=torch.bfloat16)
-    h = torch.empty(M, fused.HIDDEN, device="cuda", dtype=torch.bfloat16)
-    act = torch.empty(M, fused.FFN, device="cuda", dtype=torch.bfloat16)
-    out = torch.empty(M, fused.HIDDEN, device="cuda", dtype=torch.bfloat16)
+    qkv = torch.empty(M, 6144, device=device, dtype=torch.bfloat16)
+    h = torch.empty(M, fused.HIDDEN, device=device, dtype=torch.bfloat16)
+    act = torch.empty(M, fused.FFN, device=device, dtype=torch.bfloat16)
+    out = torch.empty(M, fused.HIDDEN, device=device, dtype=torch.bfloat16)
+    calls = (("qkv", lambda: fs["qkv"](x, W["qkv"], qkv), qkv),
+             ("o", lambda: fs["o"](qkv[:, :fused.HIDDEN], W["o"], h, x), h),
+             ("gate_up", lambda: fs["gate_up"](h, w_cat, act), act),
+             ("down", lambda: fs["down"](act, W["down"], out, h), out))
 
     def step(_=0):
-        fs["qkv"](x, W["qkv"], qkv)
-        fs["o"](qkv[:, :fused.HIDDEN], W["o"], h, x)
-        fs["gate_up"](h, w_cat, act)
-        fs["down"](act, W["down"], out, h)
+        for _, call, _ in calls:
+            call()
 
     def unfused_step(_=0):
         F = torch.nn.functional
@@ -111,7 +117,82 @@ def decode_chain(M: int, pdl: bool, unfused: bool = False):
         h2 = V32.linear(q, W["o"].t()) + x
         gu = V32.linear(h2, gate_up.t())
         out.copy_(V32.linear(F.silu(gu[:, :fused.FFN]) * gu[:, fused.FFN:], W["down"].t()) + h2)
+    step.calls = calls
+    step.tensors = {"x": x, "w_cat": w_cat, "qkv": qkv, "h": h, "act": act, "out": out,
+                    **{f"W_{name}": w for name, w in W.items()}}
+    step.weights = dict(W, gate_up_rows=(gate_up[:fused.FFN], gate_up[fused.FFN:]))
     return (unfused_step if unfused else step), out
+
+
+def chain_in_model(M: int, pdl: bool, steps: int = 2, sms: int = 132, order=None) -> str | None:
+    """The decode chain exactly as ``decode_chain`` builds it (the same views, strides, weights and launchers), on
+    the CPU with the GPU stood in for by the host model (``ModelGPU``, ``sms`` SMs), ``steps`` steps back to back:
+    any address outside its buffer, any barrier or counter misuse is the model's error; then each launch's C written
+    once an element, and its values against the unfused math in fp32 on the same bf16 inputs. None, or a sentence."""
+    from gluon_course.model import ModelError, ModelUnsupported
+    from gluon_course.model.launcher import ModelGPU
+
+    F = torch.nn.functional
+    step, _ = decode_chain(M, pdl, device="cpu")
+    t, W = step.tensors, step.weights
+    ins = {"qkv": lambda: t["x"].float() @ W["qkv"].float().t(),
+           "o": lambda: t["qkv"][:, :fused.HIDDEN].float() @ W["o"].float().t() + t["x"].float(),
+           "gate_up": lambda: (F.silu(t["h"].float() @ W["gate_up_rows"][0].float().t())
+                               * (t["h"].float() @ W["gate_up_rows"][1].float().t())),
+           "down": lambda: t["act"].float() @ W["down"].float().t() + t["h"].float()}
+    with ModelGPU(sms, order=order) as gpu:
+        for name, tensor in t.items():
+            gpu.add(tensor, name)
+        for s in range(steps):
+            for name, call, c in step.calls:
+                where = f"the decode chain at M={M}{' with PDL' if pdl else ''}, step {s + 1}, {name}"
+                c.fill_(float("nan"))
+                try:
+                    call()
+                except ModelUnsupported as e:
+                    return f"{where}: not modelled: {e}"
+                except ModelError as e:
+                    return f"{where}: {type(e).__name__}: {e}"
+                writes = gpu.writes(c)
+                if (writes != 1).any():
+                    return f"{where}: {int((writes != 1).sum())} element(s) of C not written exactly once"
+                want = ins[name]()
+                err = float((c.float() - want).abs().max() / want.abs().max())
+                if not err <= 2 ** -7:
+                    return f"{where}: off by {err:.3g} of C's largest element against the unfused math"
+    return None
+
+
+def chain_child(M: int, pdl: bool, graph: bool, steps: int = 3) -> None:
+    """The fused decode chain alone, for compute-sanitizer: ``steps`` steps eagerly, then (``graph``) captured in a
+    CUDA graph of 10 steps and replayed twice, as gpu_main builds it; a synchronize after each stage."""
+    step, out = decode_chain(M, pdl)
+    for i in range(steps):
+        step(i)
+        torch.cuda.synchronize()
+    print(f"chain M={M} pdl={pdl}: {steps} eager steps done", flush=True)
+    if graph:
+        g = _graph_of(step, 10)
+        for _ in range(2):
+            g.replay()
+            torch.cuda.synchronize()
+        print(f"chain M={M} pdl={pdl}: graph replayed", flush=True)
+
+
+def sanitize_chain(limit_s: int = 240) -> None:
+    """Each chain (M = 1, 16; without and with PDL; eager, then in a graph) in its own process under
+    ``compute-sanitizer --tool memcheck``, with a time limit: its first report, or that it ran clean."""
+    import subprocess
+
+    for M in (1, 16):
+        for pdl in (False, True):
+            cmd = ["timeout", str(limit_s), "compute-sanitizer", "--tool", "memcheck", "--print-limit", "1",
+                   "--error-exitcode", "9", sys.executable, __file__, "--chain-child", str(M), str(int(pdl)), "1"]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            text = (done.stdout + done.stderr).strip().splitlines()
+            report = [line for line in text if "=========" in line][:12]
+            print(f"--- M={M} pdl={pdl}: exit {done.returncode}", flush=True)
+            print("\n".join(report or text[-12:]), flush=True)
 
 
 def gpu_main(path: str) -> None:
@@ -203,7 +284,21 @@ def cpu_checks(keys) -> str | None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    if args[:1] == ["--model"]:
+    if args[:1] == ["--chain-child"]:
+        chain_child(int(args[1]), bool(int(args[2])), bool(int(args[3])))
+        sys.exit(0)
+    if args[:1] == ["--sanitize-chain"]:
+        sanitize_chain()
+        sys.exit(0)
+    if args[:1] == ["--chain-model"]:
+        # CPU: the decode chain in the host model, M = 1 and 16, without and with PDL, two steps each
+        said = None
+        for M in (1, 16):
+            for pdl in (False, True):
+                t0 = time.time()
+                said = said or chain_in_model(M, pdl)
+                print(f"chain M={M} pdl={pdl}: {said or 'clean'} ({time.time() - t0:.0f} s)", flush=True)
+    elif args[:1] == ["--model"]:
         said = cpu_checks(("swiglu_model", "residual_model", "plain_model"))
     elif args[:1] == ["--compile"]:
         said = cpu_checks(("resources_sm_90", "pdl_sm_90"))
