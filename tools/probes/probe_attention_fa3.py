@@ -299,7 +299,7 @@ def attention_v3_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL:
         (fa3_consumer, (0, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty, None, None, o_ptr, Sq,
                         Sk, qk_scale, CAUSAL, STAGES, False, PV_OVERLAP, TILE_M, s_layout, o_layout)),
         (load_partition, (q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready,
-                          v_empty, Sq, Sk, CAUSAL, STAGES)),
+                          v_empty, gl.program_id(1), Sq, Sk, CAUSAL, STAGES)),
     ], [1], [LOAD_REGS])
     mbarrier.invalidate(q_bar)
     for i in gl.static_range(STAGES):
@@ -343,7 +343,7 @@ def attention_v4_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL:
                         turn.index(1), turn.index(0), o_ptr, Sq, Sk, qk_scale, CAUSAL, STAGES, ORDERED, PV_OVERLAP, TILE_M,
                         s_layout, o_layout)),
         (load_partition, (q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready,
-                          v_empty, Sq, Sk, CAUSAL, STAGES)),
+                          v_empty, gl.program_id(1), Sq, Sk, CAUSAL, STAGES)),
     ], [4, 1], [MMA_REGS, LOAD_REGS])
     mbarrier.invalidate(q_bar)
     for i in gl.static_range(STAGES):
