@@ -102,5 +102,23 @@ def test_the_model_counts_rounds_with_the_grid_it_is_handed():
     assert model is not None, "the committed survey (results/tuning/nvidia-h200-survey.json) fits a model"
     shape = (1024, 4096, 4096)                   # a shape the table does not list
     assert DispatchTable(model=model, grid=spy).config(*shape) == DispatchTable(model=model).config(*shape)
-    assert len(calls) == len(survey_candidates(*shape))
+    # one count for each candidate whose tile the survey timed (a tile added to the space since is left out)
+    assert len(calls) == len([c for c in survey_candidates(*shape) if cm.tile_of(c) in model.tiles])
     assert DispatchTable(model=model, grid=floor).config(*shape) != DispatchTable(model=model).config(*shape)
+
+
+def test_a_tile_the_survey_has_not_timed_is_left_out_of_the_ranking():
+    """A tile of the space that the survey has no timings of (one added after it) has no pace in the model: rank
+    leaves it out, and the dispatcher picks among the tiles the model knows, never the unknown one."""
+    from gluon_course.nvidia.dispatch import DispatchTable
+
+    shape = (1024, 5120, 5120)
+    space = survey_candidates(*shape)
+    model = cm.fitted()
+    unknown = cm.tile_of(min(space, key=lambda c: cm.predict(model, *shape, c) if cm.tile_of(c) in model.tiles
+                             else math.inf))
+    without = cm.Constants(dict(model.globals), {t: v for t, v in model.tiles.items() if t != unknown})
+    ranked = cm.rank(without, *shape, space)
+    assert ranked and all(cm.tile_of(cfg) != unknown for _, cfg in ranked)
+    assert len(ranked) == len([c for c in space if cm.tile_of(c) in without.tiles]) < len(space)
+    assert cm.tile_of(DispatchTable(model=without).config(*shape)) != unknown
