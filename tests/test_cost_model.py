@@ -45,6 +45,12 @@ def test_fit_recovers_the_ranking_of_a_known_model():
         j = cm.judge(fitted, survey, family)
         assert j["of_best"] > 0.97, (family, j["of_best"])          # picks within 3% of the fastest, geomean
         assert all(s["pick_us"] >= s["best_us"] for s in j["shapes"])
+        for s in j["shapes"]:                                        # the fastest named is the one timed fastest
+            row = next(r for r in survey["rows"] if (r["M"], r["N"], r["K"], r["family"]) == (s["M"], s["N"], s["K"],
+                                                                                            family))
+            assert min((c["us"], cm.tile_of(c), c["SPLIT_K"]) for c in row["candidates"])[0] == s["best_us"]
+            assert any((cm.tile_of(c), c["SPLIT_K"], c["us"]) == (s["best"], s["best_split"], s["best_us"])
+                       for c in row["candidates"])
         assert math.isclose(j["vs_f_linear"], math.exp(sum(math.log(s["f_linear_us"] / s["pick_us"])
                                                            for s in j["shapes"]) / len(j["shapes"])))
 

@@ -317,10 +317,11 @@ SURVEY_TILES = ((128, 256, 64, 3, 8), (128, 128, 64, 4, 8), (128, 128, 64, 6, 4)
 SURVEY_WIDE = ((128, 128, 64, 64, 4, 8), (64, 128, 64, 64, 6, 4))
 # Added after the dispatcher's first recording on families it was not fitted on (2026-12-05): its seven shapes below
 # 0.85× F.linear were M = 1024 or 4096 with N from 128 to 5120, and on six of them the pick was the survey's fastest
-# candidate or within 0.2% of it, 0.83–0.91× F.linear in the survey (the space's loss, not the model's ranking). At 1024 × 5120, 128 × 128 makes
-# 320 tiles, three rounds of which the last is 42% full, and 128 × 192 makes 216, two rounds the second 64% full;
-# 128 × 160 (128 + 32 columns) makes 256, two rounds nearly full, as at 4096 × 1280. 64 × 160 is its 64-row twin. The
-# survey has not timed them yet: until it does, the cost model knows no pace for them and ranks without them.
+# candidate or within 0.2% of it, 0.83–0.91× F.linear in the survey (the space's loss, not the model's ranking). At
+# 1024 × 5120, 128 × 128 makes 320 tiles, three rounds of 132 SMs of which the last keeps 56 busy, and 128 × 192 makes
+# 216, two rounds the second keeping 84 busy; 128 × 160 (128 + 32 columns) makes 256, the second round keeping 124
+# busy, as at 4096 × 1280. 64 × 160 is its 64-row twin. The survey has not timed them yet: until it does, the cost
+# model knows no pace for them and ranks without them.
 SURVEY_WIDE_FILL = ((128, 128, 32, 64, 4, 8), (64, 128, 32, 64, 6, 4))
 SURVEY_SPLITS = (1, 2, 3, 4, 6, 8, 16)
 SURVEY_SWAP_RINGS = ((64, 8), (128, 4), (128, 6))
