@@ -45,6 +45,12 @@ def test_fit_recovers_the_ranking_of_a_known_model():
         j = cm.judge(fitted, survey, family)
         assert j["of_best"] > 0.97, (family, j["of_best"])          # picks within 3% of the fastest, geomean
         assert all(s["pick_us"] >= s["best_us"] for s in j["shapes"])
+        for s in j["shapes"]:                                        # the fastest named is the one timed fastest
+            row = next(r for r in survey["rows"] if (r["M"], r["N"], r["K"], r["family"]) == (s["M"], s["N"], s["K"],
+                                                                                            family))
+            assert min((c["us"], cm.tile_of(c), c["SPLIT_K"]) for c in row["candidates"])[0] == s["best_us"]
+            assert any((cm.tile_of(c), c["SPLIT_K"], c["us"]) == (s["best"], s["best_split"], s["best_us"])
+                       for c in row["candidates"])
         assert math.isclose(j["vs_f_linear"], math.exp(sum(math.log(s["f_linear_us"] / s["pick_us"])
                                                            for s in j["shapes"]) / len(j["shapes"])))
 
@@ -102,5 +108,23 @@ def test_the_model_counts_rounds_with_the_grid_it_is_handed():
     assert model is not None, "the committed survey (results/tuning/nvidia-h200-survey.json) fits a model"
     shape = (1024, 4096, 4096)                   # a shape the table does not list
     assert DispatchTable(model=model, grid=spy).config(*shape) == DispatchTable(model=model).config(*shape)
-    assert len(calls) == len(survey_candidates(*shape))
+    # one count for each candidate whose tile the survey timed (a tile added to the space since is left out)
+    assert len(calls) == len([c for c in survey_candidates(*shape) if cm.tile_of(c) in model.tiles])
     assert DispatchTable(model=model, grid=floor).config(*shape) != DispatchTable(model=model).config(*shape)
+
+
+def test_a_tile_the_survey_has_not_timed_is_left_out_of_the_ranking():
+    """A tile of the space that the survey has no timings of (one added after it) has no pace in the model: rank
+    leaves it out, and the dispatcher picks among the tiles the model knows, never the unknown one."""
+    from gluon_course.nvidia.dispatch import DispatchTable
+
+    shape = (1024, 5120, 5120)
+    space = survey_candidates(*shape)
+    model = cm.fitted()
+    unknown = cm.tile_of(min(space, key=lambda c: cm.predict(model, *shape, c) if cm.tile_of(c) in model.tiles
+                             else math.inf))
+    without = cm.Constants(dict(model.globals), {t: v for t, v in model.tiles.items() if t != unknown})
+    ranked = cm.rank(without, *shape, space)
+    assert ranked and all(cm.tile_of(cfg) != unknown for _, cfg in ranked)
+    assert len(ranked) == len([c for c in space if cm.tile_of(c) in without.tiles]) < len(space)
+    assert cm.tile_of(DispatchTable(model=without).config(*shape)) != unknown

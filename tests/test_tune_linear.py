@@ -207,3 +207,45 @@ def test_hint_space_times_the_entry_with_w_first_off_and_on(tmp_path, monkeypatc
     loaded = dispatch.DispatchTable.load(table)
     assert loaded.config(1, 128256, 4096)["W_FIRST"] == 0          # 90 µs against the entry's 100: replaced
     assert loaded.config(16, 128256, 4096)["W_FIRST"] == 1         # untouched: the rule's
+
+
+def test_survey_fill_tiles_fill_the_last_round_and_run_exact_in_the_host_model():
+    """The wide tiles of 160 columns (dispatch.SURVEY_WIDE_FILL) are in the survey's space where they were added for:
+    at 1024 × 5120 and 4096 × 1280, 128 × 160 leaves the persistent grid's last round fuller than 128 × 128 and
+    128 × 192 do; the 128-row one is left out for M ≤ 32; both fit one SM. The 128-row one, unsplit and K split 3 ways,
+    runs exact in the host model on an odd shape (every edge of the tile cut) with B either way, and split gives C's
+    fp32 bits in every program order."""
+    from gluon_course import load_solution
+    from gluon_course.model import gemm as model_gemm
+    from gluon_course.nvidia.cost_model import persistent_grid
+
+    def fill(M, N, rows, cols):
+        units = -(-M // rows) * -(-N // cols)
+        programs, rounds = persistent_grid(units, dispatch.SMS)
+        return units / (rounds * programs)
+
+    for M, N, K in ((1024, 5120, 5120), (4096, 1280, 8192)):
+        space = dispatch.survey_candidates(M, N, K)
+        assert any((c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_N2"], c["SPLIT_K"]) == (128, 128, 32, 1) for c in space)
+        assert fill(M, N, 128, 160) > 0.9 > max(fill(M, N, 128, 128), fill(M, N, 128, 192))
+    for bm, bn, bn2, bk, stages, _ in dispatch.SURVEY_WIDE_FILL:
+        assert dispatch._ring_fits(bm, bn + bn2, bk, stages, bm * (bn + bn2) * 2)
+    small = dispatch.survey_candidates(16, 5120, 5120)
+    assert {c["BLOCK_M"] for c in small if c["BLOCK_N2"] == 32} == {64}
+
+    mod = load_solution("32")
+    bm, bn, bn2, bk, stages, warps = dispatch.SURVEY_WIDE_FILL[0]
+    for split in (1, 3):
+        cfg = {**mod.CONFIG, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_N2": bn2, "BLOCK_K": bk, "STAGES": stages,
+               "num_warps": warps, "SPLIT_K": split}
+        for b_kn in (False, True):
+            launch = model_gemm.linear_launch(mod.linear_kernel, mod.kernel_args(cfg, False, b_kn), split, False,
+                                              programs=3, num_warps=warps)
+            assert model_gemm.check(launch, [(129, 170, 392)], b_layout="row" if b_kn else "col") is None
+    constexprs = mod.kernel_args(cfg, False, False)
+
+    def ordered(order):
+        return model_gemm.linear_launch(mod.linear_kernel, constexprs, 3, False, programs=None, num_warps=warps,
+                                        order=order, c_dtype="fp32")
+
+    assert model_gemm.same_bits_in_any_order(ordered, [(129, 170, 392)], b_layout="col") is None

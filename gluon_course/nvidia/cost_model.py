@@ -233,7 +233,7 @@ def _same(a: dict, b: dict) -> bool:
 def judge(c: Constants, survey: dict, family: str, sms: int = SMS) -> dict:
     """The model's pick on each shape of ``family``, judged by the survey's own timings: each shape's F.linear time
     over the pick's (the figure a user sees), over the fastest candidate's (the best the space allows), and the
-    geometric means and the worst."""
+    geometric means and the worst; each shape names its pick and the fastest candidate (tile and split)."""
     shapes = []
     for shape in survey["rows"]:
         if shape["family"] != family:
@@ -244,9 +244,11 @@ def judge(c: Constants, survey: dict, family: str, sms: int = SMS) -> dict:
         M, N, K = shape["M"], shape["N"], shape["K"]
         ranked = rank(c, M, N, K, ran, sms)
         pick = ranked[0][1]
-        best = min(cand["us"] for cand in ran)
+        fastest = min(ran, key=lambda cand: cand["us"])
+        best = fastest["us"]
         shapes.append({"M": M, "N": N, "K": K, "projection": shape["projection"], "pick": tile_of(pick),
                        "split": pick["SPLIT_K"], "pick_us": pick["us"], "best_us": best,
+                       "best": tile_of(fastest), "best_split": fastest["SPLIT_K"],
                        "f_linear_us": shape["f_linear_us"], "vs_f_linear": shape["f_linear_us"] / pick["us"],
                        "of_best": best / pick["us"]})
 
