@@ -405,20 +405,33 @@ def block_model_problem(mod, batch: int = 2, prompt: int = 5, steps: int = 2, ca
 
 # -- the compiler -------------------------------------------------------------------------------------------------------
 
+def decode_launch(mod, head_dim: int = HEAD_DIM, group: int = HQ // HKV) -> tuple[dict, int, list]:
+    """What the lesson's DecodePlan launches decode_kernel with, at ``group`` query heads on 8 KV heads, a cache of
+    256 keys: (its constexprs, its num_warps, its key block's shape), from a plan made on CPU tensors (the host model
+    standing in for the GPU)."""
+    from ..model.launcher import ModelGPU
+
+    q = torch.zeros(1, group * HKV, 1, head_dim, dtype=torch.bfloat16)
+    k = torch.zeros(1, HKV, 256, head_dim, dtype=torch.bfloat16)
+    with ModelGPU(132):
+        plan = mod.DecodePlan(q, k, k.clone(), torch.tensor([256], dtype=torch.int32))
+    constexprs = dict(plan.kwargs)
+    return constexprs, int(constexprs.pop("num_warps", 4)), [int(n) for n in plan.k_desc.block_shape]
+
+
 def decode_compiled(mod, head_dim: int = HEAD_DIM, group: int = HQ // HKV):
-    """The lesson's decode_kernel compiled for sm_90 as DecodePlan launches it (DECODE_CONFIG)."""
+    """The lesson's decode_kernel compiled for sm_90 as DecodePlan launches it (its constexprs and num_warps)."""
     from triton.experimental.gluon import language as gl
 
     from ..machine import compile_cached, tensor_descriptor_type
 
-    cfg = mod.DECODE_CONFIG
-    block = [cfg["BLOCK_N"], head_dim]
+    constexprs, num_warps, block = decode_launch(mod, head_dim, group)
     desc = tensor_descriptor_type("bf16", block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
     signature = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "o_ptr": "*bf16", "seq_lens_ptr": "*i32",
                  "part_o_ptr": "*fp32", "part_m_ptr": "*fp32", "part_l_ptr": "*fp32", "arrivals_ptr": "*i32",
                  "H_KV": "i32", "L": "i32", "chunk": "i32", "splits": "i32", "qk_scale": "fp32"}
-    return compile_cached(mod.decode_kernel, "sm_90", signature=signature, constexprs=mod.decode_constexprs(group, cfg),
-                          aligned=("q_ptr", "o_ptr", "part_o_ptr"), num_warps=cfg["num_warps"])
+    return compile_cached(mod.decode_kernel, "sm_90", signature=signature, constexprs=constexprs,
+                          aligned=("q_ptr", "o_ptr", "part_o_ptr"), num_warps=num_warps)
 
 
 def prefill_compiled(mod, head_dim: int = HEAD_DIM, causal: bool = True):
@@ -480,7 +493,10 @@ def decode_facts(mod, head_dim: int = HEAD_DIM, group: int = HQ // HKV) -> dict:
             "scores_per_thread": qrows * cfg["BLOCK_N"] // threads, "rows_per_thread": 2,
             "useful_scores_per_thread": group * cfg["BLOCK_N"] / threads,
             "shared_loads": count("LDS"), "shared_stores": count("STS"), "cta_barriers": count("BAR.SYNC"),
-            "combine_loops": len(combine), "bytes_in_flight": cfg["STAGES"] * 2 * cfg["BLOCK_N"] * head_dim * 2,
+            "combine_loops": len(combine),
+            "combine_l1_loads": sorted({op for span in combine for op in k.opcodes_between(*span)
+                                        if op.startswith("LDG") and "STRONG" not in op}),
+            "bytes_in_flight": cfg["STAGES"] * 2 * cfg["BLOCK_N"] * head_dim * 2,
             "compiled": k}
 
 
@@ -513,15 +529,32 @@ def decode_facts_problem(mod, f: dict, head_dim: int = HEAD_DIM) -> str | None:
     if f["ex2"] != f["scores_per_thread"] + f["rows_per_thread"]:
         return (f"{where}: {f['ex2']} MUFU.EX2 in the key loop where each of a thread's {f['scores_per_thread']} "
                 f"scores takes one and each of its {f['rows_per_thread']} rows one more (the rescale)")
+    if f["combine_l1_loads"]:
+        return (f"{where}: the combine's loops also load with {', '.join(f['combine_l1_loads'])}, through L1, where "
+                "each of the other programs' partials (m, l and O) comes from L2: cache_modifier=\".cg\" on every "
+                "load of the scratch (LDG ….STRONG.GPU)")
     if not f["combine_loops"]:
         return f"{where}: no loop reads the partials from L2 (LDG .STRONG.GPU): where is the combine?"
+    return None
+
+
+def decode_launch_problem(mod, head_dim: int = HEAD_DIM) -> str | None:
+    """None when each layout DecodePlan passes to decode_kernel spreads over the warps it launches with; else a
+    sentence (the compiler refuses such a kernel, with an assertion that names neither)."""
+    constexprs, num_warps, _ = decode_launch(mod, head_dim)
+    for name, value in constexprs.items():
+        warps = getattr(value, "warps_per_cta", None)
+        if warps is not None and math.prod(warps) != num_warps:
+            return (f"DecodePlan launches decode_kernel with num_warps={num_warps}, but its {name} spreads over "
+                    f"warps_per_cta {list(warps)} = {math.prod(warps)} warps: a layout must cover the warps the "
+                    "kernel runs with (the compiler refuses it); build the layouts and num_warps from one config")
     return None
 
 
 def decode_facts_check(head_dims=(128, 64)):
     def check(mod):
         for hd in head_dims:
-            problem = decode_facts_problem(mod, decode_facts(mod, hd), hd)
+            problem = decode_launch_problem(mod, hd) or decode_facts_problem(mod, decode_facts(mod, hd), hd)
             if problem:
                 return problem
         return None
