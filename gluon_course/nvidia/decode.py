@@ -2,16 +2,17 @@
 
 Without a GPU:
 
-- the host model, through the lesson's own launchers on CPU tensors (``model.launcher.ModelGPU``): the GQA prefill
-  at odd shapes and ratios, causal and not; the decode at odd lengths (a single key, lengths that are not multiples
-  of the key block, one to many splits), GQA ratios 1 to 8, two calls on one plan (the counters must be back at 0),
-  the cache past each length holding stale rows that would dominate the softmax if read; the combine's bits with the
-  programs run in launch order and in reverse; the block's decode step on a small block. All against fp64 within
-  ``attention.reference``'s bound, O poisoned (NaN) and each element written once;
+- the host model, through the lesson's own launchers on CPU tensors (``model.launcher.ModelGPU``, what torch.empty
+  returns poisoned): the GQA prefill at odd shapes and ratios, causal and not; the decode, its ring as deep as the
+  launcher's, at odd lengths (a single key, lengths that are not multiples of the key block, one to many splits),
+  GQA ratios 1, 3, 4 and 8, scores past fp32's exp2 range, two calls on one plan (the counters at 0 before and
+  after), the cache past each length holding stale rows that would dominate the softmax if read; the combine's bits
+  with the programs run in launch order and in reverse; the block's prefill and decode steps on a small block. All
+  against fp64 within ``attention.reference``'s bound, O poisoned (NaN) and each element written once;
 - the split rule at the issue's decode shapes, and the launchers' refusals (they come before any GPU is touched);
-- the compiled code (``decode_facts``): sm_90 SASS of the decode kernel (fits two programs an SM, one key loop on
-  TMA, the products on mma.sync, one MUFU.EX2 a score held and one a row, the combine's loads from L2), and lesson
-  36's facts on the GQA prefill kernel.
+- the compiled code (``decode_facts``): sm_90 SASS of the decode kernel as DecodePlan launches it (its layouts on
+  its num_warps; fits two programs an SM, one key loop on TMA, the products on mma.sync, one MUFU.EX2 a score held
+  and one a row, every load of the combine from L2), and lesson 36's facts on the GQA prefill kernel.
 
 On a GPU: ``correct`` (odd shapes, poisoned and guarded O, in a child process), ``sanitizer_clean`` and the figures:
 ``decode_measure`` (against SDPA's backends with enable_gqa, each call in CUDA graphs replayed in turn, and the
