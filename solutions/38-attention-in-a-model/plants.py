@@ -86,10 +86,12 @@ PLANTS = [
     Plant("the ring's refill bounded one block too far: the last refill loads a block no wait ever covers",
           "        if j + STAGES < n_blocks:", "        if j + STAGES <= n_blocks:", rejected_by="decode_model"),
     Plant("the combine weighs split s by 2^m_s, the common maximum not subtracted: fine for small scores, inf/inf "
-          "once m_s passes 128", "        w = gl.exp2(m_t - m)", "        w = gl.exp2(m_t)", rejected_by="decode_model"),
+          "once m_s passes 128", "        w = gl.exp2(m_t - m)", "        w = gl.exp2(m_t)",
+          rejected_by="decode_model"),
     Plant("the running maxima kept in a bf16 scratch: each split's weight 2^(m_s − m) off by up to 2^(1/2) at large "
           "scores", "        self.part_m = torch.empty(places, dtype=torch.float32, device=q.device)",
-          "        self.part_m = torch.empty(places, dtype=torch.bfloat16, device=q.device)", rejected_by="decode_model"),
+          "        self.part_m = torch.empty(places, dtype=torch.bfloat16, device=q.device)",
+          rejected_by="decode_model"),
     Plant("the combine's rows padded to GROUP, not to a power of 2: gl.arange(0, 3) at 6 query heads on 2",
           '"GROUP_P2": 1 << (group - 1).bit_length()', '"GROUP_P2": group', rejected_by="decode_model"),
     Plant("the combine's maximum taken over every split of the plan, also those that stored nothing (the scratch "
@@ -97,7 +99,8 @@ PLANTS = [
           "    for t in range(splits):\n        m = gl.maximum", rejected_by="decode_model"),
     Plant("the counters made with torch.empty: the first call counts from whatever the memory held",
           "        self.arrivals = torch.zeros(B * Hkv, dtype=torch.int32, device=q.device)",
-          "        self.arrivals = torch.empty(B * Hkv, dtype=torch.int32, device=q.device)", rejected_by="decode_model"),
+          "        self.arrivals = torch.empty(B * Hkv, dtype=torch.int32, device=q.device)",
+          rejected_by="decode_model"),
     Plant("the block's prefill attends without the causal mask: each prompt token sees the ones after it",
           "gqa_attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)",
           "gqa_attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=False)", rejected_by="block_model"),
