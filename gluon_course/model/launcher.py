@@ -158,10 +158,13 @@ class ModelGPU:
     ``order``, ``run``'s). ``add(tensor, name)`` names the memory of the launch's operands; a tensor handed to the
     kernel is added by its parameter's name. ``launches``: each launch's programs; ``options``: each launch's options
     the model does not use (``launch_pdl``, ``num_stages``, …); ``writes(t)``: how often the last launch wrote each
-    element of ``t``."""
+    element of ``t``. With ``poison_empty``, what ``torch.empty`` and ``torch.empty_like`` return inside the block
+    holds what a GPU's fresh memory may hold, never what the code hopes for: NaN (floating point) or EMPTY_INT
+    (integers), so that a launcher that reads scratch it never wrote, or counts from a counter it never zeroed, shows
+    it at every run."""
 
-    def __init__(self, sms: int, order=None):
-        self.sms, self.order = int(sms), order
+    def __init__(self, sms: int, order=None, poison_empty: bool = False):
+        self.sms, self.order, self.poison_empty = int(sms), order, poison_empty
         self.storages: list[_Storage] = []
         self.launches: list = []
         self.options: list = []            # each launch's options the model does not use (launch_pdl, num_stages, …)
@@ -273,6 +276,8 @@ class ModelGPU:
                      (torch.cuda, "get_device_capability", lambda device=None: (9, 0)),
                      (torch.cuda, "get_device_properties", lambda device=None: properties),
                      (torch.cuda, "get_device_name", lambda device=None: properties.name)]
+        if self.poison_empty:
+            stand_ins += [(torch, "empty", _poisoned(torch.empty)), (torch, "empty_like", _poisoned(torch.empty_like))]
         self._saved = [(owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
                        for owner, name, _ in stand_ins]
         for owner, name, value in stand_ins:
@@ -288,6 +293,25 @@ class ModelGPU:
             setattr(owner, name, value)
         triton.runtime.driver._active = self._driver
         return False
+
+
+EMPTY_INT = -0x5A5A5A5B         # what an integer tensor from torch.empty holds under ModelGPU(poison_empty=True)
+
+
+def _poisoned(allocate):
+    """``allocate`` (torch.empty or torch.empty_like) returning its tensor filled with NaN, or EMPTY_INT (within the
+    integer type's range)."""
+    import torch
+
+    def poisoned(*args, **kwargs):
+        t = allocate(*args, **kwargs)
+        if t.is_floating_point():
+            t.fill_(float("nan"))
+        elif t.dtype != torch.bool and not t.is_complex():
+            info = torch.iinfo(t.dtype)
+            t.fill_(min(max(EMPTY_INT, info.min), info.max))
+        return t
+    return poisoned
 
 
 class _Driver:

@@ -230,5 +230,6 @@ def run(kernel, grid, *args, num_warps: int = 4, order=None, **kwargs) -> list[P
                 raise
             raise unsupported from e
         shims.require_drained(part)
+        shims.require_copies_waited(prog)
         programs.append(prog)
     return programs

@@ -201,6 +201,7 @@ class Barrier:
         self.expected_bytes = 0
         self.issued_bytes = 0
         self.completed = 0
+        self.waited = 0                   # phases some wait of the program has seen complete
         self.copies: list = []            # the slots written by this phase's copies
         self.expects = 0
 

@@ -547,6 +547,19 @@ def require_drained(part: Partition) -> None:
                         "before the end")
 
 
+def require_copies_waited(prog) -> None:
+    """Raise ModelRace when ``prog`` ends with a TMA copy into its shared memory that no wait of the program covered:
+    on a GPU the copy may still be writing when the CTA exits (and its shared memory goes to the next CTA)."""
+    for root in prog.roots:
+        for i, st in enumerate(root.slots):
+            pw = st.pending_write
+            if pw is not None and pw[0] == "tma" and pw[1].waited <= pw[2]:
+                raise ModelRace(f"the program ends with the TMA copy into {root.slot_name(i)} never waited for (it "
+                                f"completes phase {pw[2]} of {pw[1].name}, which no wait saw): on a GPU the CTA may "
+                                "exit while the copy still writes its shared memory. Is a copy issued for a block the "
+                                "program never reads (a prefetch or a refill bounded one block too far)?")
+
+
 def _int(x):
     x = value_of(x)
     return x.item() if isinstance(x, np.ndarray) and x.ndim == 0 else x
@@ -626,7 +639,13 @@ def _mma_v2(a, b, acc, input_precision=None):
 
 
 def _arange(start, end, layout=None):
-    return as_tensor(np.arange(int(start), int(end), dtype=np.int64))
+    start, end = int(start), int(end)
+    if end > start and (end - start) & (end - start - 1):
+        # Triton's compiler refuses it ("arange's range must be a power of 2", language/semantic.py).
+        raise ModelError(f"gl.arange({start}, {end}) has {end - start} elements: Triton's compiler takes a power of 2 "
+                         "only; round the length up to one (a constexpr such as 1 << (n - 1).bit_length()) and mask "
+                         "the elements past n")
+    return as_tensor(np.arange(start, end, dtype=np.int64))
 
 
 def _zeros(shape, dtype, layout=None):
@@ -898,6 +917,7 @@ def mbarrier_wait(mbarrier, phase, pred=True, deps=()):
         block_until(lambda: (bar.completed & 1) != parity,
                     f"waits on {bar.name} with parity {parity}: {bar.describe()}")
     me.observed[id(bar)] = max(me.observed.get(id(bar), 0), bar.completed)
+    bar.waited = max(bar.waited, bar.completed)
     if target.sharing > 1:
         me.shared_wait = bar.name
     program().log(me, "wait", barrier=bar.name, parity=parity, seen=bar.completed)

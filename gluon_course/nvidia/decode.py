@@ -2,16 +2,17 @@
 
 Without a GPU:
 
-- the host model, through the lesson's own launchers on CPU tensors (``model.launcher.ModelGPU``): the GQA prefill
-  at odd shapes and ratios, causal and not; the decode at odd lengths (a single key, lengths that are not multiples
-  of the key block, one to many splits), GQA ratios 1 to 8, two calls on one plan (the counters must be back at 0),
-  the cache past each length holding stale rows that would dominate the softmax if read; the combine's bits with the
-  programs run in launch order and in reverse; the block's decode step on a small block. All against fp64 within
-  ``attention.reference``'s bound, O poisoned (NaN) and each element written once;
+- the host model, through the lesson's own launchers on CPU tensors (``model.launcher.ModelGPU``, what torch.empty
+  returns poisoned): the GQA prefill at odd shapes and ratios, causal and not; the decode, its ring as deep as the
+  launcher's, at odd lengths (a single key, lengths that are not multiples of the key block, one to many splits),
+  GQA ratios 1, 3, 4 and 8, scores past fp32's exp2 range, two calls on one plan (the counters at 0 before and
+  after), the cache past each length holding stale rows that would dominate the softmax if read; the combine's bits
+  with the programs run in launch order and in reverse; the block's prefill and decode steps on a small block. All
+  against fp64 within ``attention.reference``'s bound, O poisoned (NaN) and each element written once;
 - the split rule at the issue's decode shapes, and the launchers' refusals (they come before any GPU is touched);
-- the compiled code (``decode_facts``): sm_90 SASS of the decode kernel (fits two programs an SM, one key loop on
-  TMA, the products on mma.sync, one MUFU.EX2 a score held and one a row, the combine's loads from L2), and lesson
-  36's facts on the GQA prefill kernel.
+- the compiled code (``decode_facts``): sm_90 SASS of the decode kernel as DecodePlan launches it (its layouts on
+  its num_warps; fits two programs an SM, one key loop on TMA, the products on mma.sync, one MUFU.EX2 a score held
+  and one a row, every load of the combine from L2), and lesson 36's facts on the GQA prefill kernel.
 
 On a GPU: ``correct`` (odd shapes, poisoned and guarded O, in a child process), ``sanitizer_clean`` and the figures:
 ``decode_measure`` (against SDPA's backends with enable_gqa, each call in CUDA graphs replayed in turn, and the
@@ -37,12 +38,20 @@ MODEL_SMS = 6
 PREFILL_MODEL_CFG = attention.MODEL_CFGS["v2"]
 PREFILL_MODEL_SHAPES = ((1, 8, 2, 17, 17), (1, 2, 2, 1, 1), (2, 4, 2, 100, 100), (1, 8, 2, 17, 100),
                         (2, 4, 1, 100, 17))
+# Keys in blocks of 16 on 4 warps, the ring as deep as the launcher's (DECODE_CONFIG's STAGES, decode_model_cfg): a
+# wait's parity written for another depth shows in the model too.
 DECODE_MODEL_CFG = {"BLOCK_N": 16, "STAGES": 2, "num_warps": 4}
 # (batch, Hq, Hkv, L, seq_lens), on 6 SMs (12 program slots for split_rule): ratio 4, a sequence at the cache's full
 # length in 4 splits of 32 keys (the last 4 keys: a partial block) beside a shorter one (37: two splits of four used);
 # ratio 1 with a single key, a full sequence and an odd one; ratio 8 over one KV head, lengths 1 to 100 in one call
-# (one split used to all four, whole and partial blocks).
-DECODE_MODEL_SHAPES = ((2, 4, 1, 100, (100, 37)), (3, 2, 2, 50, (1, 50, 23)), (6, 8, 1, 100, (1, 15, 16, 33, 64, 100)))
+# (one split used to all four, whole and partial blocks); ratio 3 (GROUP_P2 = 4 > GROUP: the combine's padding rows),
+# 200 keys in 3 splits of 80 (5 blocks: the ring wraps) beside a sequence of 29 (one split used of three).
+DECODE_MODEL_SHAPES = ((2, 4, 1, 100, (100, 37)), (3, 2, 2, 50, (1, 50, 23)), (6, 8, 1, 100, (1, 15, 16, 33, 64, 100)),
+                       (2, 6, 2, 200, (200, 29)))
+# Large scores (attention.LARGE_SCALE on Q and K): the 4 splits' maxima m_s run from −16 to 148 in log2 units, most
+# between 50 and 130, so that 2^m_s overflows fp32 (past 2^128) unless the combine subtracts the common maximum, and
+# m_s kept in bf16 is off by up to 1/2.
+DECODE_LARGE_SHAPE = (1, 4, 1, 100, (100,))
 # The combine's bits in two program orders (O kept in fp32): 7 splits of 16 keys (the last 4), so that the last program
 # to arrive differs and a sum of three or more terms can change its bits with the order of its additions.
 ORDER_SHAPE, ORDER_SPLITS = (1, 8, 2, 100, (100,)), 7
@@ -50,18 +59,19 @@ ORDER_SHAPE, ORDER_SPLITS = (1, 8, 2, 100, (100,)), 7
 
 # -- the host model ---------------------------------------------------------------------------------------------------
 
-def gqa_inputs(B, Hq, Hkv, Sq, Sk, D, seed=0):
+def gqa_inputs(B, Hq, Hkv, Sq, Sk, D, seed=0, scale: float = 1.0):
+    """Q, K, V, normal entries (Q's and K's times ``scale``) rounded to bf16."""
     rng = np.random.default_rng(seed)
-    q = attention.bf16(rng.standard_normal((B, Hq, Sq, D)))
-    k = attention.bf16(rng.standard_normal((B, Hkv, Sk, D)))
+    q = attention.bf16(rng.standard_normal((B, Hq, Sq, D)) * scale)
+    k = attention.bf16(rng.standard_normal((B, Hkv, Sk, D)) * scale)
     v = attention.bf16(rng.standard_normal((B, Hkv, Sk, D)))
     return q, k, v
 
 
-def decode_inputs(B, Hq, Hkv, L, seq_lens, D, seed=0):
+def decode_inputs(B, Hq, Hkv, L, seq_lens, D, seed=0, scale: float = 1.0):
     """Q, K, V with the cache past each sequence's length holding stale rows: keys 8× larger (each would take most of
     the softmax if it were read), values of 64."""
-    q, k, v = gqa_inputs(B, Hq, Hkv, 1, L, D, seed)
+    q, k, v = gqa_inputs(B, Hq, Hkv, 1, L, D, seed, scale)
     for b, n in enumerate(seq_lens):
         k[b, :, n:] = attention.bf16(k[b, :, n:] * 8)
         v[b, :, n:] = 64.0
@@ -87,7 +97,7 @@ def in_model(call, tensors: dict, out, order=None, calls: int = 1):
     from ..model import ModelError, ModelUnsupported
     from ..model.launcher import ModelGPU
 
-    with np.errstate(over="ignore", invalid="ignore"), ModelGPU(MODEL_SMS, order=order) as gpu:
+    with np.errstate(over="ignore", invalid="ignore"), ModelGPU(MODEL_SMS, order=order, poison_empty=True) as gpu:
         for name, t in tensors.items():
             gpu.add(t, name)
         gpu.add(out, "O")
@@ -118,11 +128,18 @@ def prefill_model_problem(mod, shape, causal: bool):
     return f"in the host model, {where}: {problem}" if problem else None
 
 
-def decode_in_model(mod, shape, out_dtype=torch.bfloat16, splits=None, order=None, calls: int = 2):
+def decode_model_cfg(mod) -> dict:
+    """DECODE_MODEL_CFG with the ring as deep as the lesson's launcher makes it."""
+    return {**DECODE_MODEL_CFG, "STAGES": int(mod.DECODE_CONFIG["STAGES"])}
+
+
+def decode_in_model(mod, shape, out_dtype=torch.bfloat16, splits=None, order=None, calls: int = 2,
+                    scale: float = 1.0):
     """The lesson's decode launcher in the host model at ``shape``, ``calls`` times on one plan (its counters carried
-    from one call to the next as on a GPU): (O, writes, want, bound, plan), or a sentence, or NotChecked."""
+    from one call to the next as on a GPU; its scratch from torch.empty poisoned): (O, writes, want, bound, plan), or
+    a sentence, or NotChecked."""
     B, Hq, Hkv, L, lens = shape
-    q, k, v = decode_inputs(B, Hq, Hkv, L, lens, MODEL_HEAD_DIM)
+    q, k, v = decode_inputs(B, Hq, Hkv, L, lens, MODEL_HEAD_DIM, scale=scale)
     tq, tk, tv = (torch.from_numpy(x).to(torch.bfloat16) for x in (q, k, v))
     seq_lens = torch.tensor(lens, dtype=torch.int32)
     out = torch.full(tq.shape, float("nan"), dtype=out_dtype)
@@ -132,7 +149,12 @@ def decode_in_model(mod, shape, out_dtype=torch.bfloat16, splits=None, order=Non
         from ..model import ModelError
 
         if not plan:
-            plan.append(mod.DecodePlan(tq, tk, tv, seq_lens, out, splits, DECODE_MODEL_CFG))
+            plan.append(mod.DecodePlan(tq, tk, tv, seq_lens, out, splits, decode_model_cfg(mod)))
+            start = torch.nonzero(plan[0].arrivals).flatten()
+            if start.numel():
+                raise ModelError(f"before the first call, the counter of KV head {int(start[0])} is "
+                                 f"{int(plan[0].arrivals[start[0]])}, not 0: the plan's counters must start at 0 "
+                                 "(torch.zeros; torch.empty holds whatever the memory held)")
         plan[0].launch()
         left = torch.nonzero(plan[0].arrivals).flatten()
         if left.numel():
@@ -146,15 +168,20 @@ def decode_in_model(mod, shape, out_dtype=torch.bfloat16, splits=None, order=Non
     return got[0], got[1], want, bound, plan[0]
 
 
-def decode_model_problem(mod, shape):
+def decode_model_problem(mod, shape, scale: float = 1.0):
     B, Hq, Hkv, L, lens = shape
-    where = (f"decode, batch {B}, {Hq} query heads on {Hkv} KV heads, a cache of {L} keys, seq_lens {list(lens)}")
-    found = decode_in_model(mod, shape)
+    where = (f"decode, batch {B}, {Hq} query heads on {Hkv} KV heads, a cache of {L} keys, seq_lens {list(lens)}"
+             + (f", scores scaled ×{scale ** 2:g}" if scale != 1 else ""))
+    found = decode_in_model(mod, shape, scale=scale)
     if not isinstance(found, tuple):
         return found if not isinstance(found, str) else f"in the host model, {where}: {found}"
     got, writes, want, bound, plan = found
     problem = attention.compare(got, want, bound, writes)
     where += f" ({plan.splits} splits of {plan.chunk} keys)"
+    if problem and scale != 1:
+        problem += (" — only with large scores: each split's maximum m_s is far past fp32's exp2 range here (2^m_s "
+                    "overflows past 2^128), so the combine must weigh split s by 2^(m_s − m), m the largest m_s, and "
+                    "keep m_s in fp32")
     return f"in the host model, {where}, after two calls: {problem}" if problem else None
 
 
@@ -197,14 +224,15 @@ def prefill_model_check(shapes=PREFILL_MODEL_SHAPES):
     return check
 
 
-def decode_model_check(shapes=DECODE_MODEL_SHAPES):
-    """A check: the decode through its launcher in the host model at each shape, two calls on one plan."""
+def decode_model_check(shapes=DECODE_MODEL_SHAPES, large=DECODE_LARGE_SHAPE):
+    """A check: the decode through its launcher in the host model at each shape, two calls on one plan; then at
+    ``large`` with scores past fp32's exp2 range."""
     def check(mod):
         for shape in shapes:
             problem = decode_model_problem(mod, shape)
             if problem:
                 return problem
-        return None
+        return decode_model_problem(mod, large, attention.LARGE_SCALE) if large else None
     return check
 
 
@@ -303,39 +331,57 @@ def small_block(seed: int = 0):
     return block
 
 
-def block_reference_step(block, k_all, v_all, x):
-    """The block's decode step with attention by SDPA's math over the whole cache (fp32 on the bf16 values)."""
+def block_reference_step(block, k_all, v_all, x, causal: bool = False):
+    """The block on ``x`` with attention by SDPA's math over K and V ``k_all``, ``v_all`` (fp32 on the bf16 values):
+    a decode step over the whole cache, or (causal) the prompt's prefill."""
     b, (B, T, H) = block, x.shape
     h = b.norm1(x)
     q = b.q(h).view(B, T, b.heads, b.head_dim).transpose(1, 2)
-    att = torch.nn.functional.scaled_dot_product_attention(q.float(), k_all.float(), v_all.float(), enable_gqa=True)
+    att = torch.nn.functional.scaled_dot_product_attention(q.float(), k_all.float(), v_all.float(), is_causal=causal,
+                                                           enable_gqa=True)
     x = x + b.o(att.to(x.dtype).transpose(1, 2).reshape(B, T, H))
     h = b.norm2(x)
     return x + b.down(torch.nn.functional.silu(b.gate(h)) * b.up(h))
 
 
+def block_output_off(got, want):
+    """None when the block's output ``got`` is within twice the bf16 rounding of ``want`` plus 2^-6 of its scale;
+    else (the largest error, that bound)."""
+    err = float((got.float() - want.float()).abs().max())
+    tol = 2 * 2.0 ** -8 * float(want.float().abs().max()) + 2.0 ** -6
+    return None if err <= tol else (err, tol)
+
+
 def block_model_problem(mod, batch: int = 2, prompt: int = 5, steps: int = 2, capacity: int = 40) -> str | None:
-    """The lesson's DecodingBlock on small_block in the host model: a prompt of ``prompt`` tokens, then ``steps``
-    decode steps; after each, the cache holds each step's K and V at its position and the step's output matches the
-    block run with SDPA over the same cache, within twice the bf16 rounding of the output plus 2^-6 of its scale."""
+    """The lesson's DecodingBlock on small_block in the host model: its prefill on a prompt of ``prompt`` tokens,
+    then ``steps`` decode steps; after each, the cache holds the tokens' K and V at their positions, seq_lens counts
+    them, and the output matches the block run with SDPA (causal over the prompt; over the same cache for a step),
+    within twice the bf16 rounding of the output plus 2^-6 of its scale."""
     from ..model import ModelError, ModelUnsupported
     from ..model.launcher import ModelGPU
 
     block = small_block()
     g = torch.Generator().manual_seed(3)
     xs = [torch.randn(batch, prompt if i == 0 else 1, 256, generator=g).to(torch.bfloat16) for i in range(steps + 1)]
-    with np.errstate(over="ignore", invalid="ignore"), ModelGPU(MODEL_SMS) as gpu:
+    with np.errstate(over="ignore", invalid="ignore"), ModelGPU(MODEL_SMS, poison_empty=True) as gpu:
         dec = mod.DecodingBlock(block, batch, capacity, device="cpu")
         for t, name in ((dec.k_cache, "K cache"), (dec.v_cache, "V cache"), (dec.seq_lens, "seq_lens"),
                         (dec.q, "q")):
             gpu.add(t, name)
         try:
             with torch.no_grad():
-                # The prompt: its attention by SDPA here (the prefill kernel is checked on its own), its K and V
-                # into the cache as the block's prefill puts them.
-                q, k, v = dec._projections(xs[0])
-                dec.k_cache[:, :, :prompt], dec.v_cache[:, :, :prompt] = k, v
-                dec.seq_lens.fill_(prompt)
+                got = dec.prefill(xs[0])
+                _, k, v = dec._projections(xs[0])
+                if not (torch.equal(dec.k_cache[:, :, :prompt], k) and torch.equal(dec.v_cache[:, :, :prompt], v)) \
+                        or int(dec.seq_lens.min()) != prompt or int(dec.seq_lens.max()) != prompt:
+                    return (f"after the prefill of {prompt} tokens: the cache does not hold the prompt's K and V at "
+                            f"positions 0 to {prompt - 1}, or seq_lens is not {prompt}: the prefill must write them "
+                            "all and count them")
+                off = block_output_off(got, block_reference_step(block, k, v, xs[0], causal=True))
+                if off:
+                    return (f"the prefill (batch {batch}, {prompt} tokens): the block's output is off by {off[0]:.3g}, "
+                            f"more than {off[1]:.3g}, against the same block with SDPA, causal (is the prompt's "
+                            "attention causal, each token seeing itself and the tokens before it?)")
                 for i in range(1, steps + 1):
                     got = dec.step(xs[i]).float()
                     n = prompt + i
@@ -346,11 +392,11 @@ def block_model_problem(mod, batch: int = 2, prompt: int = 5, steps: int = 2, ca
                         return (f"after decode step {i}: the cache does not hold the step's K at position {n - 1}, "
                                 f"or seq_lens is not {n}: the step must write its K and V at each sequence's length, "
                                 "then count it")
-                    err = float((got - want).abs().max())
-                    tol = 2 * 2.0 ** -8 * float(want.abs().max()) + 2.0 ** -6
-                    if not err <= tol:
-                        return (f"decode step {i} (batch {batch}, {n} keys): the block's output is off by {err:.3g}, "
-                                f"more than {tol:.3g}, against the same block with SDPA over the same cache")
+                    off = block_output_off(got, want)
+                    if off:
+                        return (f"decode step {i} (batch {batch}, {n} keys): the block's output is off by "
+                                f"{off[0]:.3g}, more than {off[1]:.3g}, against the same block with SDPA over the same "
+                                "cache")
         except ModelUnsupported as e:
             return attention.not_modelled(e)
         except ModelError as e:
@@ -360,20 +406,33 @@ def block_model_problem(mod, batch: int = 2, prompt: int = 5, steps: int = 2, ca
 
 # -- the compiler -------------------------------------------------------------------------------------------------------
 
+def decode_launch(mod, head_dim: int = HEAD_DIM, group: int = HQ // HKV) -> tuple[dict, int, list]:
+    """What the lesson's DecodePlan launches decode_kernel with, at ``group`` query heads on 8 KV heads, a cache of
+    256 keys: (its constexprs, its num_warps, its key block's shape), from a plan made on CPU tensors (the host model
+    standing in for the GPU)."""
+    from ..model.launcher import ModelGPU
+
+    q = torch.zeros(1, group * HKV, 1, head_dim, dtype=torch.bfloat16)
+    k = torch.zeros(1, HKV, 256, head_dim, dtype=torch.bfloat16)
+    with ModelGPU(132):
+        plan = mod.DecodePlan(q, k, k.clone(), torch.tensor([256], dtype=torch.int32))
+    constexprs = dict(plan.kwargs)
+    return constexprs, int(constexprs.pop("num_warps", 4)), [int(n) for n in plan.k_desc.block_shape]
+
+
 def decode_compiled(mod, head_dim: int = HEAD_DIM, group: int = HQ // HKV):
-    """The lesson's decode_kernel compiled for sm_90 as DecodePlan launches it (DECODE_CONFIG)."""
+    """The lesson's decode_kernel compiled for sm_90 as DecodePlan launches it (its constexprs and num_warps)."""
     from triton.experimental.gluon import language as gl
 
     from ..machine import compile_cached, tensor_descriptor_type
 
-    cfg = mod.DECODE_CONFIG
-    block = [cfg["BLOCK_N"], head_dim]
+    constexprs, num_warps, block = decode_launch(mod, head_dim, group)
     desc = tensor_descriptor_type("bf16", block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
     signature = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "o_ptr": "*bf16", "seq_lens_ptr": "*i32",
                  "part_o_ptr": "*fp32", "part_m_ptr": "*fp32", "part_l_ptr": "*fp32", "arrivals_ptr": "*i32",
                  "H_KV": "i32", "L": "i32", "chunk": "i32", "splits": "i32", "qk_scale": "fp32"}
-    return compile_cached(mod.decode_kernel, "sm_90", signature=signature, constexprs=mod.decode_constexprs(group, cfg),
-                          aligned=("q_ptr", "o_ptr", "part_o_ptr"), num_warps=cfg["num_warps"])
+    return compile_cached(mod.decode_kernel, "sm_90", signature=signature, constexprs=constexprs,
+                          aligned=("q_ptr", "o_ptr", "part_o_ptr"), num_warps=num_warps)
 
 
 def prefill_compiled(mod, head_dim: int = HEAD_DIM, causal: bool = True):
@@ -394,15 +453,19 @@ def prefill_compiled(mod, head_dim: int = HEAD_DIM, causal: bool = True):
                           aligned=("o_ptr",), num_warps=cfg["num_warps"])
 
 
-def _conditional_loops(k) -> list[tuple[int, int]]:
-    """Loop bodies closed by a conditional backward branch (an mbarrier wait's slow path jumps back unconditionally:
-    not a loop of the kernel)."""
+def _loops(k) -> list[tuple[int, int]]:
+    """Loop bodies: (target, branch) of each backward branch, conditional or not (ptxas closes a rotated loop with an
+    unconditional one), before the kernel's last EXIT. An mbarrier wait's slow path lies past that EXIT (its retry,
+    and its jump back into the code): not a loop of the kernel."""
     import re
 
+    instructions = list(k.instructions())
+    exits = [ins.address for ins in instructions if re.match(r"(@!?U?P\w+\s+)?EXIT\b", ins.text)]
+    end = max(exits) if exits else float("inf")
     spans = []
-    for ins in k.instructions():
+    for ins in instructions:
         m = re.search(r"\bBRA\s+0x([0-9a-f]+)", ins.text)
-        if m and ins.text.startswith("@") and int(m.group(1), 16) <= ins.address:
+        if m and int(m.group(1), 16) < ins.address < end:
             spans.append((int(m.group(1), 16), ins.address))
     return sorted(spans)
 
@@ -414,7 +477,7 @@ def decode_facts(mod, head_dim: int = HEAD_DIM, group: int = HQ // HKV) -> dict:
 
     cfg = mod.DECODE_CONFIG
     k = decode_compiled(mod, head_dim, group)
-    loops = _conditional_loops(k)
+    loops = _loops(k)
     key = [span for span in loops if "MUFU.EX2" in k.opcodes_between(*span) and
            "UTMALDG.2D" in k.opcodes_between(*span)]
     combine = [span for span in loops if any(op.startswith("LDG") and "STRONG" in op
@@ -431,7 +494,10 @@ def decode_facts(mod, head_dim: int = HEAD_DIM, group: int = HQ // HKV) -> dict:
             "scores_per_thread": qrows * cfg["BLOCK_N"] // threads, "rows_per_thread": 2,
             "useful_scores_per_thread": group * cfg["BLOCK_N"] / threads,
             "shared_loads": count("LDS"), "shared_stores": count("STS"), "cta_barriers": count("BAR.SYNC"),
-            "combine_loops": len(combine), "bytes_in_flight": cfg["STAGES"] * 2 * cfg["BLOCK_N"] * head_dim * 2,
+            "combine_loops": len(combine),
+            "combine_l1_loads": sorted({op for span in combine for op in k.opcodes_between(*span)
+                                        if op.startswith("LDG") and "STRONG" not in op}),
+            "bytes_in_flight": cfg["STAGES"] * 2 * cfg["BLOCK_N"] * head_dim * 2,
             "compiled": k}
 
 
@@ -464,15 +530,32 @@ def decode_facts_problem(mod, f: dict, head_dim: int = HEAD_DIM) -> str | None:
     if f["ex2"] != f["scores_per_thread"] + f["rows_per_thread"]:
         return (f"{where}: {f['ex2']} MUFU.EX2 in the key loop where each of a thread's {f['scores_per_thread']} "
                 f"scores takes one and each of its {f['rows_per_thread']} rows one more (the rescale)")
+    if f["combine_l1_loads"]:
+        return (f"{where}: the combine's loops also load with {', '.join(f['combine_l1_loads'])}, through L1, where "
+                "each of the other programs' partials (m, l and O) comes from L2: cache_modifier=\".cg\" on every "
+                "load of the scratch (LDG ….STRONG.GPU)")
     if not f["combine_loops"]:
         return f"{where}: no loop reads the partials from L2 (LDG .STRONG.GPU): where is the combine?"
+    return None
+
+
+def decode_launch_problem(mod, head_dim: int = HEAD_DIM) -> str | None:
+    """None when each layout DecodePlan passes to decode_kernel spreads over the warps it launches with; else a
+    sentence (the compiler refuses such a kernel, with an assertion that names neither)."""
+    constexprs, num_warps, _ = decode_launch(mod, head_dim)
+    for name, value in constexprs.items():
+        warps = getattr(value, "warps_per_cta", None)
+        if warps is not None and math.prod(warps) != num_warps:
+            return (f"DecodePlan launches decode_kernel with num_warps={num_warps}, but its {name} spreads over "
+                    f"warps_per_cta {list(warps)} = {math.prod(warps)} warps: a layout must cover the warps the "
+                    "kernel runs with (the compiler refuses it); build the layouts and num_warps from one config")
     return None
 
 
 def decode_facts_check(head_dims=(128, 64)):
     def check(mod):
         for hd in head_dims:
-            problem = decode_facts_problem(mod, decode_facts(mod, hd), hd)
+            problem = decode_launch_problem(mod, hd) or decode_facts_problem(mod, decode_facts(mod, hd), hd)
             if problem:
                 return problem
         return None

@@ -27,10 +27,11 @@ CHECKS = LessonChecks(
               "scaled down, ratios 1, 2 and 4, one query and one key, tails past every block, Sq ≠ Sk both ways, causal "
               "and not; O within the bound of softmax(Q·Kᵀ)·V in fp64 with each KV head repeated, every element of "
               "a NaN-poisoned O written once", decode.prefill_model_check()),
-        Check("decode_model", "the decode through its launcher in the host model: GQA ratios 1, 4 and 8, a single "
-              "key, lengths that are not multiples of the key block, one split used to all of them, stale rows past "
-              "each length, two calls on one plan (each KV head's counter back at 0); O within the fp64 bound, every "
-              "element of a NaN-poisoned O written once", decode.decode_model_check()),
+        Check("decode_model", "the decode through its launcher in the host model, its ring as deep as the "
+              "launcher's: GQA ratios 1, 3, 4 and 8, a single key, lengths that are not multiples of the key block, "
+              "one split used to all of them, stale rows past each length, scores past fp32's exp2 range, two calls "
+              "on one plan (each KV head's counter at 0 before and after), scratch from torch.empty poisoned; O "
+              "within the fp64 bound, every element of a NaN-poisoned O written once", decode.decode_model_check()),
         Check("combine_order", "the combine in the host model with the programs run in launch order and in reverse "
               "(another program arrives last and combines): O, kept in fp32, the same to the bit",
               decode.order_check),
@@ -40,12 +41,14 @@ CHECKS = LessonChecks(
         Check("refusals", "the launchers refuse, with sentences and before any GPU is touched: fp16, a transposed "
               "cache, head dim 96, 8 query heads on 3 KV heads, a sequence of 0 keys or past the cache, int64 "
               "lengths, two queries a sequence, an output sharing memory with an input", decode.refusals_problem),
-        Check("block_model", "DecodingBlock on a small block of lesson 32's shape in the host model: each decode step "
-              "writes its K and V at each sequence's length, counts it, and gives the block's output with SDPA over "
-              "the same cache", decode.block_model_problem),
-        Check("decode_sm_90", "sm_90, the decode at head dim 128 and 64: two programs an SM with no spills; one key "
-              "loop whose K and V come as two TMA copies a block; S and P·V on mma.sync (HMMA) only; one MUFU.EX2 a "
-              "score a thread holds and one a row; the combine's loads from L2",
+        Check("block_model", "DecodingBlock on a small block of lesson 32's shape in the host model: its prefill "
+              "fills the cache and gives the block's output with causal SDPA; each decode step writes its K and V at "
+              "each sequence's length, counts it, and gives the block's output with SDPA over the same cache",
+              decode.block_model_problem),
+        Check("decode_sm_90", "sm_90, the decode at head dim 128 and 64 as DecodePlan launches it (its layouts on its "
+              "warps): two programs an SM with no spills; one key loop whose K and V come as two TMA copies a block; "
+              "S and P·V on mma.sync (HMMA) only; one MUFU.EX2 a score a thread holds and one a row; every load of "
+              "the combine from L2",
               decode.decode_facts_check(), target="sm_90"),
         Check("prefill_sm_90", "sm_90, the GQA prefill (causal, head dim 128): lesson 36's facts hold — two key "
               "loops, S from shared memory and P·V with P from registers, one exponential a score and a row, no "

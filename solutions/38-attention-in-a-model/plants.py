@@ -77,9 +77,42 @@ PLANTS = [
     Plant("the block's step counts the new token before writing it: its K and V one position too far",
           "        at = self.seq_lens.long()               # each sequence's next free position",
           "        at = self.seq_lens.long() + 1", rejected_by="block_model"),
+    # ---- found by an outsider's one-mistake variants (the model's ring as deep as the launcher's, a ratio-3 shape,
+    # large scores, poisoned scratch, the block's prefill, copies never waited, the plan's own launch compiled) ----
+    Plant("the ring's ready parity counted for 2 slots whatever STAGES is: in the launcher's 3-slot ring a wait "
+          "asks for a phase a trip ahead",
+          "        mbarrier.wait(ready.index(slot), (j // STAGES) & 1)",
+          "        mbarrier.wait(ready.index(slot), (j // 2) & 1)", rejected_by="decode_model"),
+    Plant("the ring's refill bounded one block too far: the last refill loads a block no wait ever covers",
+          "        if j + STAGES < n_blocks:", "        if j + STAGES <= n_blocks:", rejected_by="decode_model"),
+    Plant("the combine weighs split s by 2^m_s, the common maximum not subtracted: fine for small scores, inf/inf "
+          "once m_s passes 128", "        w = gl.exp2(m_t - m)", "        w = gl.exp2(m_t)",
+          rejected_by="decode_model"),
+    Plant("the running maxima kept in a bf16 scratch: each split's weight 2^(m_s − m) off by up to 2^(1/2) at large "
+          "scores", "        self.part_m = torch.empty(places, dtype=torch.float32, device=q.device)",
+          "        self.part_m = torch.empty(places, dtype=torch.bfloat16, device=q.device)",
+          rejected_by="decode_model"),
+    Plant("the combine's rows padded to GROUP, not to a power of 2: gl.arange(0, 3) at 6 query heads on 2",
+          '"GROUP_P2": 1 << (group - 1).bit_length()', '"GROUP_P2": group', rejected_by="decode_model"),
+    Plant("the combine's maximum taken over every split of the plan, also those that stored nothing (the scratch "
+          "holds whatever it held)", "    for t in range(used):\n        m = gl.maximum",
+          "    for t in range(splits):\n        m = gl.maximum", rejected_by="decode_model"),
+    Plant("the counters made with torch.empty: the first call counts from whatever the memory held",
+          "        self.arrivals = torch.zeros(B * Hkv, dtype=torch.int32, device=q.device)",
+          "        self.arrivals = torch.empty(B * Hkv, dtype=torch.int32, device=q.device)",
+          rejected_by="decode_model"),
+    Plant("the block's prefill attends without the causal mask: each prompt token sees the ones after it",
+          "gqa_attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)",
+          "gqa_attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=False)", rejected_by="block_model"),
+    Plant("the decode launched on 8 warps with its layouts built for DECODE_CONFIG's 4",
+          '        self.kwargs = {**decode_constexprs(group, cfg), "num_warps": cfg["num_warps"]}',
+          '        self.kwargs = {**decode_constexprs(group, cfg), "num_warps": 8}', rejected_by="decode_sm_90"),
+    Plant("the combine reads the partials' O through L1 (no .cg)",
+          "                      mask=valid[:, None], other=0.0, cache_modifier=\".cg\")",
+          "                      mask=valid[:, None], other=0.0)", rejected_by="decode_sm_90"),
     # ---- caught on a GPU ----
-    Plant("the ring's ready parity counted for 2 slots whatever STAGES is: right in the host model's 2-slot ring, "
-          "wrong in the launcher's 3-slot one, where a wait returns before its block has landed",
+    Plant("the ring's ready parity counted for 2 slots whatever STAGES is: in the launcher's 3-slot ring a wait "
+          "returns before its block has landed",
           "        mbarrier.wait(ready.index(slot), (j // STAGES) & 1)",
           "        mbarrier.wait(ready.index(slot), (j // 2) & 1)", rejected_by="correct_attention", gpu=True),
 ]
