@@ -822,11 +822,13 @@ def turns_alternate(programs) -> str | None:
             return (f"program {list(prog.pid[:2])}: the first products are {runs[0]}'s, not consumer 0's (the "
                     "default partition): consumer 0's first take_turn must pass at once, consumer 1's wait for its "
                     "handover")
-        if len(runs) != turns or any(runs[i] == runs[i - 1] for i in range(1, len(runs))):
+        if len(runs) != turns:
+            cause = ("a consumer issued products of two turns without waiting for the other's handover (take_turn's "
+                     "count or parity, or the turn barrier it waits on?)" if len(runs) < turns else
+                     "the other consumer's products came between one turn's (is the turn handed over before the "
+                     "turn's last product? S_{j+1} and P·V j are issued back to back, then pass_turn)")
             return (f"program {list(prog.pid[:2])}: the two consumers' {len(issues)} products came in {len(runs)} "
-                    f"runs by consumer ({order}) where their turns make {turns}, alternating: a consumer issued "
-                    "products of two turns without waiting for the other's handover (take_turn's count or parity, "
-                    "or the turn barrier it waits on?)")
+                    f"runs by consumer ({order}) where their turns make {turns}, alternating: {cause}")
     return None
 
 
