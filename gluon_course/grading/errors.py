@@ -111,6 +111,12 @@ TRANSLATIONS = [
      "program, or a smaller tile per thread"),
     (r"^ptxas: (.*)$", r"ptxas, NVIDIA's assembler, refused the PTX Triton wrote for this kernel: \1",
      "the sentence is ptxas's own; the line named is the source line of the PTX instruction it refused"),
+    # A C++ assertion in a lowering pass (explain reads it from the compiler's full report).
+    (r"^WGMMA type or shape is not supported",
+     "the compiler cannot lower a wgmma: its operands' types (or its shape) are a combination the instruction does "
+     "not have",
+     "A and B of a 16-bit wgmma must be of one type: bf16 with bf16, or fp16 with fp16. Is an operand converted to "
+     "another type than its partner's (P.to(gl.float16) against bf16 V, say)?"),
     (r"Pipeline failed while executing \[`ConvertTritonGPUToLLVM`",
      "the compiler failed while lowering the kernel to LLVM, without a message of its own",
      "Triton 3.9.0 reports some layout mistakes only this way: check that every layout (its version, instr_shape, "
@@ -190,6 +196,20 @@ def _unwrap(message: str) -> str:
     return m.group(2) if m else message
 
 
+# A C++ assertion that stopped an MLIR pass: Assertion `supported && "WGMMA type or shape is not supported"' failed.
+_ASSERTION = re.compile(r"Assertion `[^`]*?\"([^\"]+)\"[^`]*' failed")
+
+
+def _failed_assertion(error: CompileFailed) -> str:
+    """The words of the C++ assertion that stopped a pass, where the compiler's message is only that the pass failed
+    (MLIR's "Pipeline failed while executing") and TRANSLATIONS has a sentence for them; else ""."""
+    if "Pipeline failed while executing" not in error.message:
+        return ""
+    m = _ASSERTION.search(getattr(error, "source_excerpt", "") or "")
+    known = m and any(re.search(pattern, m.group(1)) for pattern, _, _ in TRANSLATIONS)
+    return m.group(1) if known else ""
+
+
 def _is_out_of_resources(error: BaseException) -> bool:
     try:
         from triton.runtime.errors import OutOfResources
@@ -208,7 +228,7 @@ def explain(error: BaseException, lesson: str | None = None, learner_file=None) 
             return error.message
         gap, at = where(error.location)
         parts = [p for p in (head, gap, error.target) if p]
-        message, hint = translate(_unwrap(error.message))
+        message, hint = translate(_failed_assertion(error) or _unwrap(error.message))
         text = f"{', '.join(parts)}: {message}" + (f" ({at})" if at and not at.startswith("<unknown>") else "")
         hint = hint or hint_for(error.message)
         return text + (f"\n  hint: {hint}" if hint else "")

@@ -88,6 +88,20 @@ def not_modelled(e):
                       "(correctness, compute-sanitizer) still judge it there")
 
 
+def model_error_text(e) -> str:
+    """A host-model error's sentence. A hang where every partition still running waits on a ready barrier of the K/V
+    ring (the producer has finished: no copy will come) gets the attention kernels' other likely cause: the consumers
+    visit a key block the producer never loads."""
+    from ..model import ModelHang
+
+    text = str(e)
+    waited = re.findall(r"waits on (\w+)\[", text)
+    if isinstance(e, ModelHang) and waited and all(name.endswith("_ready") for name in waited):
+        text += (" Or do the consumers' key loops visit more blocks than the producer loads (their bounds against "
+                 "key_blocks' n_all)?")
+    return text
+
+
 def compare(got, want, bound, writes=None) -> str | None:
     """None, or which elements of O are never written, written twice, not finite, or outside the bound (the first
     named, (batch, head, query, column))."""
@@ -148,9 +162,10 @@ def unread_copies(runs) -> str | None:
 
 
 def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0, cfg: dict | None = None,
-                  shift: float = 0.0) -> str | None:
+                  shift: float = 0.0, order=None) -> str | None:
     """Kernel ``version`` at one shape (B, H, Sq, Sk) in the host model (at MODEL_CFGS[version], or ``cfg``) against
-    the fp64 reference: None or a sentence."""
+    the fp64 reference: None or a sentence. ``order``: a reader of the programs' traces (None or a sentence), asked
+    once O is right."""
     from ..model import ModelError, ModelUnsupported
 
     B, H, Sq, Sk = shape
@@ -168,9 +183,9 @@ def model_problem(mod, version: str, shape, causal: bool, scale: float = 1.0, cf
     except ModelUnsupported as e:
         return not_modelled(e)
     except ModelError as e:
-        return f"in the host model, {where}: {e}"
+        return f"in the host model, {where}: {model_error_text(e)}"
     want, bound = reference(q, k, v, causal, 1 / math.sqrt(MODEL_HEAD_DIM))
-    problem = compare(got, want, bound, writes) or unread_copies(runs)
+    problem = compare(got, want, bound, writes) or unread_copies(runs) or (order(runs) if order else None)
     return f"in the host model, {where}: {problem}" if problem else None
 
 
@@ -198,7 +213,7 @@ def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4, cfg: 
         except ModelUnsupported as e:
             return not_modelled(e)
         except ModelError as e:
-            return f"in the host model, {where}: {e}"
+            return f"in the host model, {where}: {model_error_text(e)}"
         writes = gpu.writes(out)
         programs = gpu.launches[0] if gpu.launches else []
     used = cfg or MODEL_CFGS[version]
@@ -460,13 +475,16 @@ def loop_events(k, first: int, last: int, barriers: dict | None = None) -> list[
 def overlap_facts(events, turn: str = "turn") -> dict:
     """What a key loop's order (loop_events) overlaps: ``ex2_under_s``, the exponentials issued while a group of S's
     products is in flight (after its first HGMMA, before the wgmma wait that retires it: a wait of depth d retires a
-    group once d or more groups were issued after it); ``ex2_under_pv`` the same for P·V's; ``turn_waits`` and
+    group once d or more groups were issued after it), ``ex2_after_s`` those issued after that wait (ptxas issues
+    independent exponentials between a synchronous wgmma's HGMMAs too: the ones after its wait are the ones that
+    waited for it); ``ex2_under_pv`` the same for P·V's; ``turn_waits`` and
     ``turn_passes``, the waits and arrives on barriers named ``turn``...; ``turn_passed_before_ex2``, whether the first
     such arrive comes before the first EX2 (None without one). The listing is read once through, not around the
     loop's back edge (in lesson 37's loops no product is in flight there)."""
     def under(target):
+        """(EX2 while the first group of ``target`` is in flight, EX2 after the wait that retires it)."""
         count, inside, later, last_kind = 0, False, 0, None
-        for name, n in events:
+        for at, (name, n) in enumerate(events):
             if name in ("S", "PV"):
                 if name != last_kind and inside:
                     later += 1
@@ -474,15 +492,16 @@ def overlap_facts(events, turn: str = "turn") -> dict:
                     inside, later = True, 0
                 last_kind = name
             elif name.startswith("wait<") and inside and int(name[5:-1]) <= later:
-                break
+                return count, sum(m for kind, m in events[at:] if kind == "EX2")
             elif name == "EX2" and inside:
                 count += n
-        return count
+        return count, 0
     names = [name for name, _ in events]
     first_ex2 = names.index("EX2") if "EX2" in names else None
     passes = [i for i, name in enumerate(names) if name.startswith(f"arrive:{turn}")]
-    return {"ex2": sum(n for name, n in events if name == "EX2"), "ex2_under_s": under("S"),
-            "ex2_under_pv": under("PV"), "turn_waits": sum(name.startswith(f"wait:{turn}") for name in names),
+    return {"ex2": sum(n for name, n in events if name == "EX2"), "ex2_under_s": under("S")[0],
+            "ex2_after_s": under("S")[1], "ex2_under_pv": under("PV")[0],
+            "turn_waits": sum(name.startswith(f"wait:{turn}") for name in names),
             "turn_passes": len(passes),
             "turn_passed_before_ex2": (passes[0] < first_ex2) if passes and first_ex2 is not None else None}
 
@@ -779,35 +798,64 @@ def block_map(mod, Sq: int, Sk: int, cfg: dict | None = None):
 # cores, in FlashAttention-3's order), and v2, lesson 36's, for the figures.
 
 # The model's tiles: v3 one warpgroup's 64 queries, v4 two of them (64 each), keys in blocks of 32, head dim 64, two
-# slots; a causal head of 200 queries over 230 keys gives v4's 128-query tiles unmasked blocks too.
+# slots; a causal head of 200 queries over 230 keys gives v4's 128-query tiles unmasked blocks too, and 128 keys fill
+# their 4 blocks exactly (not causal: every block unmasked, n_full = n_all, the last one too).
 FA3_MODEL_CFGS = {"v3": {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 24},
                   "v4": {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 24}}
-FA3_MODEL_SHAPES = MODEL_SHAPES + ((1, 1, 200, 230),)
+FA3_MODEL_SHAPES = MODEL_SHAPES + ((1, 1, 200, 230), (1, 1, 70, 128))
 
 
-def fa3_model_problem(mod, version: str, cfgs=None, shapes=None) -> str | None:
+def turns_alternate(programs) -> str | None:
+    """Lesson 37's ping-pong (v4) in the model's order of events: each consumer issues its block 0's S in its first
+    turn, S_{j+1} and P·V j in each later one, the last block's P·V in its last, so n_all key blocks make 2·n_all
+    products and n_all + 1 turns a consumer. The wgmma issues of a program fall into runs by consumer: 2·(n_all + 1)
+    of them, alternating, the default partition (consumer 0) first. Fewer runs: a consumer issued two turns'
+    products without waiting for the other's handover. None or a sentence."""
+    for prog in programs:
+        issues = [e["partition"] for e in prog.trace if e["what"] == "wgmma"]
+        runs = [who for i, who in enumerate(issues) if i == 0 or issues[i - 1] != who]
+        if not runs:
+            continue
+        turns = len(issues) // 2 + 2
+        order = " → ".join(r.replace(" partition", "") for r in runs[:8]) + (" …" if len(runs) > 8 else "")
+        if runs[0] != "default partition":
+            return (f"program {list(prog.pid[:2])}: the first products are {runs[0]}'s, not consumer 0's (the "
+                    "default partition): consumer 0's first take_turn must pass at once, consumer 1's wait for its "
+                    "handover")
+        if len(runs) != turns:
+            cause = ("a consumer issued products of two turns without waiting for the other's handover (take_turn's "
+                     "count or parity, or the turn barrier it waits on?)" if len(runs) < turns else
+                     "the other consumer's products came between one turn's (is the turn handed over before the "
+                     "turn's last product? S_{j+1} and P·V j are issued back to back, then pass_turn)")
+            return (f"program {list(prog.pid[:2])}: the two consumers' {len(issues)} products came in {len(runs)} "
+                    f"runs by consumer ({order}) where their turns make {turns}, alternating: {cause}")
+    return None
+
+
+def fa3_model_problem(mod, version: str, cfgs=None, shapes=None, pingpong: bool = False) -> str | None:
     """Lesson 37's kernel ``version`` in the host model (at FA3_MODEL_CFGS, or ``cfgs``): lesson 36's odd shapes and
     a long causal head, causal and not; scores past exp2's range; every score near −16 384; three ring slots; then
     the launcher at the model's tile and at a second sm_scale. O within the fp64 reference's bound, each element of
-    a NaN-poisoned O written once, no race on a ring slot, no barrier that never completes, no copy no one reads.
-    None or a sentence."""
+    a NaN-poisoned O written once, no race on a ring slot, no barrier that never completes, no copy no one reads;
+    with ``pingpong``, the two consumers' turns alternating (turns_alternate). None or a sentence."""
     cfg = (cfgs or FA3_MODEL_CFGS)[version]
+    order = turns_alternate if pingpong else None
     for shape in shapes or FA3_MODEL_SHAPES:
         for causal in (False, True):
-            problem = model_problem(mod, version, shape, causal, cfg=cfg)
+            problem = model_problem(mod, version, shape, causal, cfg=cfg, order=order)
             if problem:
                 return problem
-    return (model_problem(mod, version, LARGE_SHAPE, False, LARGE_SCALE, cfg=cfg)
-            or model_problem(mod, version, (1, 2, 17, 40), True, cfg=cfg, shift=-16384.0)
-            or model_problem(mod, version, (1, 1, 200, 230), True, cfg={**cfg, "STAGES": 3})
+    return (model_problem(mod, version, LARGE_SHAPE, False, LARGE_SCALE, cfg=cfg, order=order)
+            or model_problem(mod, version, (1, 2, 17, 40), True, cfg=cfg, shift=-16384.0, order=order)
+            or model_problem(mod, version, (1, 1, 200, 230), True, cfg={**cfg, "STAGES": 3}, order=order)
             or launcher_problem(mod, version, (1, 2, 100, 17), True, cfg=cfg)
             or launcher_problem(mod, version, (1, 3, 100, 170), False, cfg=cfg, sm_scale=0.3))
 
 
-def fa3_model_check(version: str):
-    """A check: fa3_model_problem on one version."""
+def fa3_model_check(version: str, pingpong: bool = False):
+    """A check: fa3_model_problem on one version (``pingpong``: two consumers taking turns)."""
     def check(mod):
-        return fa3_model_problem(mod, version)
+        return fa3_model_problem(mod, version, pingpong=pingpong)
     return check
 
 
@@ -835,10 +883,14 @@ def fa3_facts(mod, version: str, head_dim: int, causal: bool, pingpong: bool, cf
         events = loop_events(k, first, last, barriers)
         names = [name for name, _ in events]
         passes = [i for i, name in enumerate(names) if name.startswith("arrive:turn")]
+        takes = [i for i, name in enumerate(names) if name.startswith("wait:turn")]
         waits = [i for i, name in enumerate(names) if name.startswith("wait<")]
-        # The turn handed over before the loop's first wgmma wait: right after the products are issued.
+        products = [i for i, name in enumerate(names) if name in ("S", "PV")]
+        # The turn taken before the loop's first product, handed over before its first wgmma wait: right after the
+        # products are issued.
         loop.update(overlap_facts(events), events=events, waits=[int(names[i][5:-1]) for i in waits],
-                    turn_passed_before_wait=(passes[0] < waits[0]) if passes and waits else None)
+                    turn_passed_before_wait=(passes[0] < waits[0]) if passes and waits else None,
+                    turn_taken_before_products=(takes[0] < products[0]) if takes and products else None)
         loops.append(loop)
     ce = mod.constexprs(version, cfg, head_dim, causal)
     return {"name": version, "head_dim": head_dim, "causal": causal, "pingpong": pingpong,
@@ -914,15 +966,34 @@ def fa3_facts_problem(f: dict, cfg: dict, parts=("fit", "lesson36", "overlap", "
             return (f"{where}: the {which} key loop issues {loop['ex2_under_s']} of its {loop['ex2']} MUFU.EX2 while the "
                     "next block's S is in flight: the softmax does not run under that S (is S_{j+1} issued before "
                     f"the softmax, and waited for after it?) (the loop's order: {order})")
+        # The softmax's P feeds P·V, issued before the one wait that retires S_{j+1} with it: no exponential after
+        # that wait. One after it waited for S_{j+1} (a synchronous wgmma, or a wait before the softmax).
+        if "overlap" in parts and loop["ex2_after_s"]:
+            return (f"{where}: the {which} key loop retires the next block's S before {loop['ex2_after_s']} of its "
+                    f"{loop['ex2']} MUFU.EX2: that part of the softmax waits for S_{{j+1}} to finish. Issue S_{{j+1}} "
+                    "asynchronously (is_async=True) and retire it with warpgroup_mma_wait only after block j's "
+                    f"softmax and P·V are issued (the loop's order: {order})")
         if "turn" in parts:
             if loop["turn_waits"] != 1 or loop["turn_passes"] != 1:
                 return (f"{where}: the {which} key loop waits {loop['turn_waits']} time(s) for the tensor cores' turn "
                         f"and passes it {loop['turn_passes']} time(s), where one take before the products and one "
                         f"pass after them order the two consumers (the loop's order: {order})")
+            if loop["turn_taken_before_products"] is not True:
+                return (f"{where}: the {which} key loop issues a product before it waits for the tensor cores' turn: "
+                        "the two consumers' products interleave. take_turn before the turn's first wgmma (S_{j+1}), "
+                        f"pass_turn after its last (P·V j) (the loop's order: {order})")
             if loop["turn_passed_before_wait"] is not True:
                 return (f"{where}: the {which} key loop hands the turn over after a wgmma wait: the other consumer's "
                         "products wait until this one's retire, where they could queue behind them. Pass the turn "
                         f"as soon as the turn's products are issued (the loop's order: {order})")
+            # FA3's order: S_{j+1} retired alone (P·V j still running), then the softmax. In Triton 3.9.0's code
+            # ptxas issues part of the row maxima between the two waits (unmasked loops), every MUFU.EX2 after both.
+            if loop["waits"][:1] != [1]:
+                return (f"{where}: the {which} key loop's first wgmma wait has depth "
+                        f"{loop['waits'][0] if loop['waits'] else 'none'}, where depth 1 retires S_{{j+1}} alone: a "
+                        "deeper wait retires P·V j with it, so block j+1's softmax waits for P·V j. "
+                        f"warpgroup_mma_wait(1, deps=(s, ...)) first, (0, ...) after the softmax (the loop's order: "
+                        f"{order})")
             if loop["turn_passed_before_ex2"] is not True:
                 return (f"{where}: the {which} key loop hands the turn over after its softmax's exponentials: the "
                         "other consumer's products wait for this one's softmax, which is what the ping-pong was to "

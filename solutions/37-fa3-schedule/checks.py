@@ -32,18 +32,18 @@ CHECKS = LessonChecks(
               "on a ring slot, no barrier that never completes; then through the launcher, at a second sm_scale",
               attention.fa3_model_check("v3")),
         Check("v4_model", "v4 in the host model, the same way: two consumer warpgroups on one ring, its empty "
-              "barriers counting both, their turns at the tensor cores", attention.fa3_model_check("v4")),
+              "barriers counting both, their turns at the tensor cores", attention.fa3_model_check("v4", pingpong=True)),
         Check("lesson36_facts_sm_90", "sm_90, v3 and v4, head dim 64 and 128, causal and not: lesson 36's facts in "
               "each key loop of each consumer (S from shared memory, P·V with P from registers, one MUFU.EX2 a score "
               "and a row, no round trip through shared memory, masks only in the masked loop)",
               lambda mod: (attention.fa3_facts_check(("lesson36",), "v3", False)(mod)
                            or attention.fa3_facts_check(("lesson36",), "v4", True)(mod)), target="sm_90"),
         Check("overlap_sm_90", "sm_90, v3: at least half of each key loop's MUFU.EX2 issued between the next block's "
-              "S wgmma and the wait that retires it (the softmax under S's products)",
+              "S wgmma and the wait that retires it, none after that wait (the softmax under S's products)",
               attention.fa3_facts_check(("overlap",), "v3", False), target="sm_90"),
         Check("turn_sm_90", "sm_90, v4: in each key loop of each consumer one wait for the tensor cores' turn before "
-              "the products and one handover right after them, before the first wgmma wait and the softmax's first "
-              "MUFU.EX2",
+              "the products and one handover right after them, before the first wgmma wait (depth 1: S_{j+1} alone) "
+              "and the softmax's first MUFU.EX2",
               attention.fa3_facts_check(("turn",), "v4", True), target="sm_90"),
         Check("resources_sm_90", "sm_90, v3 and v4, both head dims, causal and not: no spill at 128 queries a "
               "program, the wgmma not serialized by ptxas, two key loops a consumer; v4's USETMAXREG give the "

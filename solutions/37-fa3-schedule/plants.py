@@ -38,7 +38,30 @@ PLANTS = [
           "                          use_acc=False, is_async=True)\n", rejected_by="v4_model"),
     Plant("v4: the unmasked loop runs one iteration too far (the first diagonal block's softmax unmasked)",
           "    split = gl.maximum(n_full - 1, 0)", "    split = n_full", rejected_by="v4_model"),
+    Plant("v4 (gap 2): take_turn counts block j's turn where the loop's are j + 1 (block 0's came first): a consumer "
+          "takes two turns in a row", "        take_turn(my_turn, j + 1, ME)\n", "        take_turn(my_turn, j, ME)\n",
+          rejected_by="v4_model"),
+    Plant("v3: the unmasked loop runs to n_full where the last block has no next S: with every block full, the last one "
+          "is visited twice (its next K never comes)", "unmasked_end = gl.minimum(n_full, n_all - 1)",
+          "unmasked_end = n_full", rejected_by="v3_model"),
     # ---- caught without a GPU: the compiled order and resources ----
+    Plant("v3 (gap 1): S_{j+1} issued synchronously: ptxas spreads some exponentials among its HGMMAs, the rest wait "
+          "for it", "use_acc=False,\n                               is_async=True)\n",
+          "use_acc=False)\n", rejected_by="overlap_sm_90"),
+    Plant("v4 (gap 2): the turn taken after S_{j+1} is issued: S_{j+1} lands among the other consumer's products",
+          "        take_turn(my_turn, j + 1, ME)\n        ### END SOLUTION\n"
+          "        s = warpgroup_mma(q_rows, k_next, gl.zeros([q_rows.shape[0], BLOCK_N], gl.float32, s_layout),\n"
+          "                          use_acc=False, is_async=True)\n",
+          "        ### END SOLUTION\n"
+          "        s = warpgroup_mma(q_rows, k_next, gl.zeros([q_rows.shape[0], BLOCK_N], gl.float32, s_layout),\n"
+          "                          use_acc=False, is_async=True)\n        take_turn(my_turn, j + 1, ME)\n",
+          rejected_by="turn_sm_90"),
+    Plant("v4: S_{j+1} retired with P·V j (depth 0): block j+1's softmax waits for P·V j",
+          "        s, _, _ = warpgroup_mma_wait(1, deps=(s, q_rows, k_next))\n",
+          "        s, _, _ = warpgroup_mma_wait(0, deps=(s, q_rows, k_next))\n", rejected_by="turn_sm_90"),
+    Plant("P rounded to fp16 for a bf16 V: the compiler cannot lower that wgmma (the sentence, not MLIR's)",
+          "gl.convert_layout(p.to(gl.bfloat16)", "gl.convert_layout(p.to(gl.float16)",
+          rejected_by="lesson36_facts_sm_90"),
     Plant("v3: the next block's S issued after this block's softmax (nothing runs under the softmax)",
           "        ### BEGIN SOLUTION: issue block j+1's S = Q·K_{j+1}ᵀ as an asynchronous wgmma (k_next, s_next), not "
           "waited for\n"
