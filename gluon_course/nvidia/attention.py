@@ -646,11 +646,12 @@ def launcher_refuses(mod) -> str | None:
     return None
 
 
-def time_shapes(mod, shapes, rounds: int = 9) -> list[dict]:
-    """Each (S, head dim, causal): TOKENS // S sequences of HEADS heads; the lesson's v0 and v2 and SDPA's backends,
-    launches interleaved (``interleaved_ms``): TFLOPS at 4·B·H·S²·D FLOPs (half of it with causal). A backend that
-    refuses the shape is left out, with its reason. ``triton``: the same attention in plain Triton
-    (measure.plain_triton.attention, autotuned before the timing)."""
+def time_shapes(mod, shapes, rounds: int = 9, with_plain_triton: bool = True) -> list[dict]:
+    """Each (S, head dim, causal): TOKENS // S sequences of HEADS heads; the lesson's versions (its CONFIGS: v0 and
+    v2 in lesson 36, v2, v3 and v4 in lesson 37) and SDPA's backends, launches interleaved (``interleaved_ms``):
+    TFLOPS at 4·B·H·S²·D FLOPs (half of it with causal). A backend that refuses the shape is left out, with its
+    reason. ``triton`` (``with_plain_triton``): the same attention in plain Triton (measure.plain_triton.attention,
+    autotuned before the timing)."""
     from ..measure import plain_triton
 
     rows = []
@@ -663,7 +664,8 @@ def time_shapes(mod, shapes, rounds: int = 9) -> list[dict]:
         calls, refused = {}, {}
         for version in mod.CONFIGS:
             calls[version] = mod.prepared(q, k, v, causal, version, out=out)[0]
-        calls["triton"] = lambda: plain_triton.attention(q, k, v, causal, out=out)
+        if with_plain_triton:
+            calls["triton"] = lambda: plain_triton.attention(q, k, v, causal, out=out)
         for backend in SDPA_BACKENDS:
             fn = sdpa_call(backend, q, k, v, causal)
             try:
@@ -1026,37 +1028,8 @@ FA3_TIMED_HD64 = tuple((4096, 64, causal) for causal in (False, True))
 
 
 def fa3_time_shapes(mod, shapes, rounds: int = 9) -> list[dict]:
-    """Each (S, head dim, causal): TOKENS // S sequences of HEADS heads; the lesson's versions (CONFIGS: v2, v3, v4)
-    and SDPA's backends, launches interleaved (``interleaved_ms``): TFLOPS at 4·B·H·S²·D FLOPs (half of it with
-    causal). A backend that refuses the shape is left out, with its reason."""
-    rows = []
-    for S, head_dim, causal in shapes:
-        B = max(1, TOKENS // S)
-        g = torch.Generator(device="cuda").manual_seed(1)
-        q, k, v = (torch.randn(B, HEADS, S, head_dim, device="cuda", generator=g).to(torch.bfloat16)
-                   for _ in range(3))
-        out = torch.empty_like(q)
-        calls = {version: mod.prepared(q, k, v, causal, version, out=out)[0] for version in mod.CONFIGS}
-        refused = {}
-        for backend in SDPA_BACKENDS:
-            fn = sdpa_call(backend, q, k, v, causal)
-            try:
-                fn()
-                torch.cuda.synchronize()
-                calls[backend.split("_")[0].lower()] = fn
-            except RuntimeError as e:
-                refused[backend] = str(e).splitlines()[0][:200]
-        for fn in calls.values():
-            fn()
-        torch.cuda.synchronize()
-        ms = interleaved_ms(calls, rounds)
-        flops = 4 * B * HEADS * S * S * head_dim * (0.5 if causal else 1)
-        tflops = {name: round(flops / t / 1e9, 1) for name, t in ms.items()}
-        library = {name: t for name, t in tflops.items() if name in ("cudnn", "flash", "efficient")}
-        rows.append({"S": S, "batch": B, "heads": HEADS, "head_dim": head_dim, "causal": causal, "tflops": tflops,
-                     "best_library": max(library, key=library.get) if library else None, "refused": refused})
-        del q, k, v, out
-    return rows
+    """``time_shapes`` for lesson 37: its versions and SDPA's backends, no plain Triton."""
+    return time_shapes(mod, shapes, rounds, with_plain_triton=False)
 
 
 _FA3_TIMED: dict = {}
