@@ -580,10 +580,11 @@ GPU_DECODE_ODD = ((1, 32, 8, 1, (1,)), (3, 32, 8, 1000, (1000, 1, 777)), (2, 8, 
 GPU_PREFILL_ODD = ((1, 32, 8, 1, 1), (2, 8, 2, 100, 300), (1, 32, 8, 1000, 1000), (2, 4, 4, 300, 129))
 
 
-def gpu_decode_problem(mod, shape, head_dim: int = HEAD_DIM, seed: int = 0) -> str | None:
+def gpu_decode_problem(mod, shape, head_dim: int = HEAD_DIM, seed: int = 0, make_plan=None) -> str | None:
     """Two decodes on one plan at ``shape`` (batch, Hq, Hkv, L, seq_lens), O poisoned and guarded, the cache past each
     length holding large finite stale rows, against fp32 math on the GPU within attention.gpu_reference's bound.
-    (Stale rows must be finite: a masked key's P is 0, and 0 · NaN is NaN.)"""
+    (Stale rows must be finite: a masked key's P is 0, and 0 · NaN is NaN.) ``make_plan(q, k, v, seq_lens, out)``
+    builds the plan (default: the lesson's ``mod.DecodePlan``; the decode probe passes its variants')."""
     from ..measure.tensors import guarded_empty, is_poison
 
     B, Hq, Hkv, L, lens = shape
@@ -596,7 +597,7 @@ def gpu_decode_problem(mod, shape, head_dim: int = HEAD_DIM, seed: int = 0) -> s
         v[b, :, n:] = 64
     seq_lens = torch.tensor(lens, dtype=torch.int32, device="cuda")
     out = guarded_empty((B, Hq, 1, head_dim), dtype=torch.bfloat16)
-    plan = mod.DecodePlan(q, k, v, seq_lens, out.tensor)
+    plan = (make_plan or mod.DecodePlan)(q, k, v, seq_lens, out.tensor)
     for _ in range(2):                                  # twice: the counters must be back at 0 after a call
         plan.launch()
     torch.cuda.synchronize()

@@ -816,43 +816,13 @@ GPU_ODD = ((1, 32, 8, 1, (1,)), (3, 32, 8, 1000, (1000, 1, 777)), (2, 8, 8, 5000
 
 
 def gpu_decode_problem(compute: str, shape, seed: int = 0) -> str | None:
-    """Two decodes on one plan at ``shape`` (batch, Hq, Hkv, L, seq_lens), O poisoned and guarded, the cache past
-    each length holding large finite stale rows, against fp32 math on the GPU within attention.gpu_reference's bound.
-    (Stale rows must be finite: the kernel multiplies them by P = 0, and 0 · NaN is NaN.)"""
-    from gluon_course.measure.tensors import guarded_empty, is_poison
+    """Lesson 38's GPU decode check (gluon_course.nvidia.decode.gpu_decode_problem: two decodes on one plan, O
+    poisoned and guarded, stale rows past each length) on this probe's ``compute`` variant."""
+    from gluon_course.nvidia import decode
 
-    B, Hq, Hkv, L, lens = shape
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    q = torch.randn(B, Hq, 1, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
-    k = torch.randn(B, Hkv, L, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
-    v = torch.randn(B, Hkv, L, HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
-    for b, n in enumerate(lens):
-        k[b, :, n:] *= 8
-        v[b, :, n:] = 64
-    seq_lens = torch.tensor(lens, dtype=torch.int32, device="cuda")
-    out = guarded_empty((B, Hq, 1, HEAD_DIM), dtype=torch.bfloat16)
-    plan = DecodePlan(q, k, v, seq_lens, compute, out.tensor)
-    for _ in range(2):                                  # twice: the counters must be back at 0 after a call
-        plan.launch()
-    torch.cuda.synchronize()
-    got = out.tensor.float()
-    if is_poison(got).any():
-        return f"{int(is_poison(got).sum())} element(s) of O never written"
-    if not out.margins_untouched():
-        return "a write past O's ends"
-    if plan.arrivals.any():
-        return "a counter not back at 0 after the call"
-    group = Hq // Hkv
-    for b, n in enumerate(lens):
-        kb = k[b:b + 1, :, :n].repeat_interleave(group, 1)
-        vb = v[b:b + 1, :, :n].repeat_interleave(group, 1)
-        want, bound = attention.gpu_reference(q[b:b + 1], kb, vb, False)
-        bad = (got[b:b + 1] - want).abs() > bound
-        if bad.any():
-            where = bad.nonzero()[0].tolist()
-            return (f"sequence {b} ({n} keys, {plan.splits} splits of {plan.chunk}): {int(bad.sum())} element(s) "
-                    f"outside the bound, first O{where}")
-    return None
+    return decode.gpu_decode_problem(None, shape, HEAD_DIM, seed,
+                                     make_plan=lambda q, k, v, seq_lens, out: DecodePlan(q, k, v, seq_lens, compute,
+                                                                                          out))
 
 
 def gpu_gqa_problem(version: str) -> str | None:
