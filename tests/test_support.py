@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from gluon_course import lessons
 from gluon_course.course import repo_root
-from gluon_course.website import results, support
-from gluon_course.website.pages import replace_between
+from gluon_course.website import support
 
 ROOT = repo_root()
 
 
-def test_the_generated_pages_are_up_to_date():
-    stale = support.update(ROOT, write=False)
-    if replace_between(ROOT / "book" / "intro.md", results.HOME_BEGIN, results.END.format("LESSONS"),
-                       results.home_markdown(), write=False):
-        stale.append("book/intro.md")
-    if replace_between(ROOT / "book" / "results.md", results.RESULTS_BEGIN, results.END.format("RESULTS"),
-                       results.results_markdown(), write=False):
-        stale.append("book/results.md")
-    assert not stale, f"{', '.join(stale)} out of step with the lessons and results/: run `python -m gluon_course tables`"
+# The generated pages (support matrix, home and results pages) are held up to date by tests/test_toolkit.py's
+# test_generated_tables_are_up_to_date, which regenerates every one of them (update_tables).
 
 
 def test_every_written_lesson_has_a_row():
