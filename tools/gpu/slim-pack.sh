@@ -21,19 +21,8 @@ for w in .device/wheels/*.whl; do
 done
 (cd "$work/root" && tar -cf - triton triton-*.dist-info wheels | xz -9e -T2 > "$work/new.tar.xz")
 mv "$work/new.tar.xz" ".device-lean/$(basename "$tarball")"
-cat > .device-lean/activate.sh <<'SH'
-# sourced on the GPU machine: unpack once per machine, then put the pinned Triton and the wheels first on the path
-_d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-_m=/tmp/course-site/.done-$(cksum < "$_d/triton-3.9.0.tar.xz" | cut -d" " -f1)
-if [[ ! -f $_m ]]; then
-  rm -rf /tmp/course-site && mkdir -p /tmp/course-site
-  tar -xJf "$_d/triton-3.9.0.tar.xz" -C /tmp/course-site
-  ls /tmp/course-site/wheels/*.whl >/dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile \
-    --no-cache-dir --target /tmp/course-site /tmp/course-site/wheels/*.whl
-  rm -rf /tmp/course-site/wheels
-  touch "$_m"
-fi
-export PYTHONPATH=/tmp/course-site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__, torch.cuda.get_device_name())"
-SH
+# .device/activate.sh, its wheels now taken from inside the unpacked archive (and removed from it once installed)
+sed -E 's#--target ([^ ]+) "\$_d"/wheels/\*\.whl#--target \1 \1/wheels/*.whl \&\& rm -rf \1/wheels#' \
+  .device/activate.sh > .device-lean/activate.sh
+grep -q '/wheels/\*\.whl && rm -rf' .device-lean/activate.sh || { echo "activate.sh not as expected" >&2; exit 1; }
 echo "$(du -sb .device-lean | cut -f1) bytes in .device-lean/, $(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1) tracked"
