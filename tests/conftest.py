@@ -31,10 +31,40 @@ def pytest_xdist_make_scheduler(config, log):
     return OneByOneButNotebooks(config, log)
 
 
+# ==== The `unrecorded` marker =========================================================================
+# An NVIDIA lesson with no figure in the course's recording (results/nvidia-h200.json) has not run on a GPU yet: its notebook
+# holds outputs executed on a CPU and its plants are the grader's first evidence. Its notebook's cells and its plants
+# are marked `unrecorded` and run by `make test-unrecorded`, not by `make test`, whose time (and CI's) they would
+# push past its limit (lessons 35, 37 and 38 together add about three minutes on the 2-core reference machine). The
+# lesson's other tests (its solution's checks, its starter, its text) stay in `make test`; the marker leaves a
+# lesson by itself once its recording lands.
+def _unrecorded_lessons() -> set[str]:
+    import json
+
+    recorded = {key.split("/")[0] for key in
+                json.loads((ROOT / "results" / "nvidia-h200.json").read_text(encoding="utf-8"))["figures"]}
+    # The AMD lessons (20-29) have no GPU to record on here: their notebooks show the vendor's figures and stay in make
+    # test.
+    return {path.parent.name[:2] for path in (ROOT / "lessons").glob("*/lesson.ipynb")
+            if "-amd-" not in path.parent.name} - recorded
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    unrecorded = _unrecorded_lessons()
+    for item in items:
+        node = item.nodeid
+        notebook = node.startswith("lessons/") and node[len("lessons/"):len("lessons/") + 2] in unrecorded
+        plant = "test_plant_is_rejected[" in node and node.split("[", 1)[1][:2] in unrecorded
+        if notebook or plant:
+            item.add_marker(pytest.mark.unrecorded)
+    _skip_gpu_tests(items)
+
+
 # ==== The `gpu` marker ==============================================================================
 # A test marked @pytest.mark.gpu is skipped on a machine where torch sees no GPU (torch is imported only
 # when such a test was collected).
-def pytest_collection_modifyitems(config, items):
+def _skip_gpu_tests(items):
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return

@@ -8,7 +8,7 @@ import pytest
 
 from gluon_course.course import repo_root
 
-# A probe's checks, not the course's: `make test-probes` runs them (CI does, after `make test`).
+# A probe's checks, not the course's: `make test-probes` runs them (outside `make test` and CI).
 pytestmark = pytest.mark.probe
 
 PROBE = repo_root() / "tools" / "probes" / "probe_attention_fa3.py"

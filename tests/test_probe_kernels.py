@@ -11,7 +11,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
 
-# A probe's checks, not the course's: `make test-probes` runs them (CI does, after `make test`).
+# A probe's checks, not the course's: `make test-probes` runs them (outside `make test` and CI).
 pytestmark = pytest.mark.probe
 
 PROBES = Path(__file__).resolve().parent.parent / "tools" / "probes"
