@@ -522,7 +522,8 @@ class SmallMPlan:
         def make():
             ka, kb = self.operands(a, w)
             return kept.host_descriptors((ka, kb, c), self.blocks, self.layouts)
-        return kept.kept_descriptors(self.descriptors, (a.data_ptr(), w.data_ptr(), c.data_ptr()), make)
+        addresses = (a.data_ptr(), w.data_ptr(), c.data_ptr())      # the caller's A, W and C, whichever way round
+        return kept.kept_descriptors(self.descriptors, addresses, make)
 
     def launch(self, a, w, a_scale, w_scale, c) -> None:
         descs = self.descriptors_for(a, w, c)
