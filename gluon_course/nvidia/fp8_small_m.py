@@ -600,7 +600,8 @@ def plan_problem(mod) -> str | None:
     try:
         mod.SmallMPlan(*_empty_operands(16, 1024, K), cfg, None)
     except (TypeError, ValueError) as e:
-        return f"SmallMPlan refuses SPLIT_K={cfg['SPLIT_K']} at K={K}, slices of {K // 128 // cfg['SPLIT_K']} steps on a ring of {cfg['STAGES']}: {e}"
+        return (f"SmallMPlan refuses SPLIT_K={cfg['SPLIT_K']} at K={K}, slices of {K // BLOCK_K // cfg['SPLIT_K']} "
+                f"steps on a ring of {cfg['STAGES']}: {e}")
     for what, (K, cfg, words) in REFUSED.items():
         try:
             mod.SmallMPlan(*_empty_operands(16, 1024, K), cfg, None)

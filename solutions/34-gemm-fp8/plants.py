@@ -66,10 +66,10 @@ PLANTS = [
           "kept.kept_descriptors(self.descriptors, (a.data_ptr(), w.data_ptr()),", rejected_by="kept_plans"),
     # ---- the small-batch path (section 6): swap-AB and split-K ----
     Plant("swap-AB's scales not swapped: A's applied along the rows of the Cᵀ tile (W's rows), W's along its columns",
-          "acc = apply_scales(acc, w_scale_ptr, a_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, W_PER_ROW,\n"
-          "                           A_PER_ROW)",
-          "acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, A_PER_ROW,\n"
-          "                           W_PER_ROW)", rejected_by="small_m_host_model"),
+          "acc = apply_scales(acc, w_scale_ptr, a_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, "
+          "W_PER_ROW,\n                           A_PER_ROW)",
+          "acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, "
+          "A_PER_ROW,\n                           W_PER_ROW)", rejected_by="small_m_host_model"),
     Plant("split-K's last unit starts from its own sum and adds the other slices in slice order: the additions' order "
           "depends on which unit arrives last",
           """                total = gl.load(slices + in_tile, cache_modifier=".cg")
