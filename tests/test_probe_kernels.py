@@ -2,7 +2,7 @@
 both layouts of B before any GPU time is spent on them. The model is what found the race in probe_wide_tile's first
 two-buffer epilogue (five subtiles a tile through buffers picked by the subtile's place in its tile); the plant below
 is that epilogue, and the model must still reject it. probe_fp8_small_m (issue 44: lesson 34's fp8 with swap-AB and
-split-K) is checked on a reduced set of its host-model and sm_90 checks, with one-mistake variants the model rejects."""
+split-K, whose kernel is now lesson 34's) is checked on a reduced set of its host-model and sm_90 checks."""
 import importlib.util
 from pathlib import Path
 
@@ -57,12 +57,13 @@ def test_model_rejects_the_racy_two_buffer_epilogue(monkeypatch, capsys):
 
 
 # -- probe_fp8_small_m: lesson 34's fp8 with swap-AB and split-K (issue 44) -------------------------------------------
-# The probe's own --model runs five paths at three odd shapes in four scale modes and --compile every candidate (about
-# 50 s cold); here, each path at one odd shape in the two mixed scale modes (per row on one operand, per tensor on the
-# other: a scale applied to the wrong side of C misses the bound by 2x or more, fp8.fp8_inputs' scales), split-K's bits
-# in every program order, and the compile check on two configurations (a swap-AB split one, whose listing holds the
-# protocol, and an unsplit one of the other orientation), each with per-tensor and per-row scales.
-SMALL_M_SHAPE = (17, 200, 400)
+# The kernel and its launcher are lesson 34's (section 6), the CPU checks gluon_course.nvidia.fp8_small_m's; the
+# plants those checks reject are lesson 34's (tests/test_lessons.py runs them). Here, the probe's own entry points on a
+# reduced set: each path at one odd shape (K of 6 steps, so that the split paths' slices are as long as their ring) in
+# the two mixed scale modes, split-K's bits in every program order, and the compile check on two configurations (a
+# swap-AB split one, whose listing holds the protocol, and an unsplit one of the other orientation), each with
+# per-tensor and per-row scales.
+SMALL_M_SHAPE = (17, 200, 656)
 MIXED = ("A per row, W per tensor", "A per tensor, W per row")
 
 
@@ -72,7 +73,23 @@ def small_m():
 
 
 def test_fp8_small_m_paths_exact_in_the_model(small_m):
-    assert small_m.host_check(shapes=[SMALL_M_SHAPE], modes=MIXED) is None
+    shown = []
+    assert small_m.host_check(shapes=[SMALL_M_SHAPE], modes=MIXED, show=shown.append) is None
+    # every path ran at the shape (none left out by its split), and both split paths' bits in every order
+    assert len(shown) == len(small_m.MODEL_PATHS) + len(small_m.ORDER_PATHS), shown
+    assert all("17×200×656" in line for line in shown[:len(small_m.MODEL_PATHS)]), shown
+
+
+def test_fp8_small_m_probe_runs_lesson_34s_kernel(small_m):
+    """No copies: the probe's kernel, plan and launcher are lesson 34's solution's objects, and the probe defines no
+    kernel of its own."""
+    from gluon_course.course import lesson
+
+    lesson34 = small_m.LESSON34
+    assert Path(lesson34.__file__).resolve() == lesson("34").solution_path.resolve()
+    assert small_m.small_m_kernel is lesson34.small_m_kernel and small_m.SmallMPlan is lesson34.SmallMPlan
+    assert small_m.matmul is lesson34.small_m_matmul
+    assert "@gluon.jit" not in (PROBES / "probe_fp8_small_m.py").read_text(encoding="utf-8")
 
 
 def test_fp8_small_m_candidates_compile_for_sm_90(small_m):
@@ -102,56 +119,6 @@ def test_fp8_small_m_rule_keeps_its_stated_limits(small_m):
     assert small_m.rule(1024, 8192, 8192) == small_m.CONFIG
     found = small_m.candidates(128, 14336, 4096)
     assert found["the first trial's rule"]["SPLIT_K"] == 4 and found["rule"]["SPLIT_K"] == 1
-
-
-# One-mistake variants of the probe (old, new: ``old`` once in its source) and what the host model must say of each.
-SMALL_M_PLANTS = [
-    ("split-K's last unit starts from its own sum and adds the others' slices: the additions' order depends on which "
-     "unit arrives last",
-     """                total = gl.load(slices + in_tile, cache_modifier=".cg")
-                for s in range(1, SPLIT_K):
-                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")""",
-     """                total = acc
-                for s in range(SPLIT_K):
-                    if s != split:
-                        total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")""",
-     {"paths": {}}, "depends on which unit arrives last"),
-    ("swap-AB's scales not swapped: A's applied along the rows of Cᵀ (W's rows), W's along its columns",
-     "acc = apply_scales(acc, w_scale_ptr, a_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, W_PER_ROW,\n"
-     "                           A_PER_ROW)",
-     "acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, A_PER_ROW,\n"
-     "                           W_PER_ROW)",
-     {"order_paths": {}}, "reads a_scale past its end"),
-    ("split-K's counter never reset: the next call counts from SPLIT_K",
-     """                gl.atomic_xchg(arrivals_ptr + tile, 0, sem="relaxed", scope="gpu")\n""", "",
-     {"order_paths": {}}, "counter of tile"),
-    ("the slice announced before it is stored: the last unit may add what the scratch held before",
-     """            gl.store(slices + split * TILE + in_tile, acc)
-            # Every consumer thread's part of the slice stored before one thread announces it (the barrier, then the
-            # atomic's release); the last unit's acquire makes every other unit's slice visible to it.
-            gl.barrier()
-            arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")""",
-     """            arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")
-            gl.store(slices + split * TILE + in_tile, acc)
-            gl.barrier()""",
-     {"order_paths": {}}, "in the host model"),
-    ("the launcher hands the kernel C's M and N under swap-AB, not exchanged",
-     "self.kernel_mn = (N, M) if self.swap_ab else (M, N)", "self.kernel_mn = (M, N)",
-     {"order_paths": {}}, "in the host model"),
-]
-
-
-@pytest.mark.parametrize("what, old, new, only, words", SMALL_M_PLANTS, ids=[p[0][:40] for p in SMALL_M_PLANTS])
-def test_fp8_small_m_model_rejects_each_planted_mistake(tmp_path, what, old, new, only, words):
-    source = (PROBES / "probe_fp8_small_m.py").read_text(encoding="utf-8")
-    assert source.count(old) == 1, what
-    planted = tmp_path / "probe_fp8_small_m_planted.py"
-    planted.write_text(source.replace(old, new), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("probe_fp8_small_m_planted", planted)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    said = module.host_check(shapes=[SMALL_M_SHAPE], modes=MIXED, **only)
-    assert said and words in said, (what, said)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
 """Lesson 34's checks: the quantizer on the CPU (its conversions made non-saturating); in the sm_90 machine code of your
 CONFIG, fp8 wgmma (QGMMA) in the K loop and the scales applied once per tile after it, each scale's load bounded by its
 own dimension; the launcher's plan and the kernel in the host model, C against the scaled product in every scale mode;
-the course's tile's exact resources; the Blackwell variant's tcgen05 fp8 products (sm_100, compiled only); on a GPU,
-correctness on odd shapes with each operand's scale per tensor or per row (the mixed modes too), the refusals, and the
-figures against torch._scaled_mm and lesson 19's bf16 kernel."""
+the course's tile's exact resources; the Blackwell variant's tcgen05 fp8 products (sm_100, compiled only); the
+small-batch path (swap-AB, split-K in a fixed order) in the host model, in the sm_90 listing and in its plan; on a GPU,
+correctness on odd shapes with each operand's scale per tensor or per row (the mixed modes too), the refusals, the
+small-batch path's correctness, and the figures against torch._scaled_mm and lesson 19's bf16 kernel."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.grading import tma_gemm
 from gluon_course.grading.counts import mismatch
 from gluon_course.grading.gemm_kernel import fits
-from gluon_course.nvidia import fp8
+from gluon_course.nvidia import fp8, fp8_small_m
 from gluon_course.nvidia.kept_plans import KeptLauncher, kept_plans_check
 from gluon_course.nvidia.launch import DESCRIPTORS_KEPT, PLANS_KEPT
 
@@ -245,6 +246,11 @@ def _versus_library(low, high, why, target):
                        target=CourseTarget(target, why="the course's target for fp8: at least torch._scaled_mm"))
 
 
+SMALL_M_LIBRARY = (LIBRARY + "; the geomean of 9 shapes, M ∈ {16, 128, 512} on three weight shapes (8192 × 8192, "
+                   "14336 × 4096, 4096 × 14336), matmul with no configuration: the small-batch path at the cost "
+                   "model's pick")
+
+
 CHECKS = LessonChecks(
     targets=("sm_90", "sm_100"),
     teaches="fp8 (e4m3) operands through wgmma: quantization with per-tensor and per-row scales from the amax, "
@@ -271,6 +277,23 @@ CHECKS = LessonChecks(
         Check("tcgen05_fp8_sm_100", "sm_100, blackwell_matmul_kernel at 128×128×128 (4 warps): 4 UTCQMMA (tcgen05 fp8) "
               "and one commit per K step, the first product overwriting TMEM, no wgmma, no multiply in the K loop, no "
               "spills", tcgen05_fp8, target="sm_100"),
+        Check("small_m_host_model", "the small-batch path in the host model (no GPU): SmallMPlan's launch and "
+              "small_m_kernel's own code on 3 programs, swap-AB and lesson 34's orientation, unsplit and K split 2 and "
+              "3 ways, at odd M from 1 to 511 with one operand's scales per row and the other's per tensor (both ways "
+              "round): C within fp8's bound, no scale read past its end, each element of C written once, split-K's "
+              "counters back at 0 after each of two calls", fp8_small_m.host_model_problem),
+        Check("small_m_same_bits", "split-K in the host model: C's fp32 bits the same with the programs run in three "
+              "orders (the last unit to arrive at a tile its last slice's, its first's, one between), under swap-AB "
+              "and not", fp8_small_m.same_bits_problem),
+        Check("small_m_sm_90", "sm_90, small_m_kernel at the cost model's picks (swap-AB 64×16 unsplit, swap-AB "
+              "64×128 split 2 ways) and a 128×128 tile split 4 ways, scales per tensor and per row: QGMMA 64×BLOCK_N "
+              "in the K loop only, no spills, no serialized wgmma; split, the slice stored, the barrier, the release "
+              "and the atomic in that order, the slices read from L2, the counter reset", fp8_small_m.compile_problem,
+              target="sm_90"),
+        Check("small_m_plan", "SmallMPlan, given no configuration, takes the cost model's pick "
+              "(gluon_course.nvidia.fp8_small_m) at odd shapes from M = 1 to 511; it refuses, with a sentence, a "
+              "split whose slices of K are shorter than the ring or empty (host code, CPU tensors)",
+              fp8_small_m.plan_problem),
         Check("kept_plans", "matmul keeps its plans as lesson 31 does: a plan per signature, found again at any "
               "address, built afresh for another shape or row stride and for a view of A, W or C at every offset TMA "
               "refuses (each refused with TMA's rule); descriptors kept by address, not by Python object, holding no "
@@ -281,6 +304,10 @@ CHECKS = LessonChecks(
         Check("correct_fp8_shapes", "matmul is correct on odd shapes (K multiples of 16, N of 8, tails past every "
               "tile edge, several tiles per program), with per-tensor and per-row scales, within the bound of "
               "gluon_course.nvidia.fp8 (poisoned, guarded C; a child process with a time limit)", correct, gpu=True),
+        Check("correct_small_m", "the small-batch path is correct on odd shapes from M = 1 to 300 (swap-AB 64×16, "
+              "swap-AB 64×128 and 128×64 split 3 ways, 128×128, and matmul's dispatch), scales per tensor, per row and "
+              "mixed, within fp8's bound; split-K's bits the same on a second call; matmul with no configuration takes "
+              "it at M ≤ 512 and not at 513 (a child process with a time limit)", fp8_small_m.correct, gpu=True),
         Check("launcher_refuses", "the launcher refuses bf16 and e5m2 operands, a missing scale, a scale of the wrong "
               "size or dtype, an N-major W, K not a multiple of 16, N not a multiple of 8 and a W of another K, with "
               "sentences", launcher_refuses, gpu=True),
@@ -299,6 +326,11 @@ CHECKS = LessonChecks(
                            unit="× bf16 v9", target=CourseTarget(1.6, why="the course's target: ≥ 1.6× its bf16 "
                                                                           "kernel, as cuBLASLt's fp8 is 1.65–1.85× "
                                                                           "bf16 cuBLAS"))),
+        Figure("small_m", "fp8 M ≤ 512, 9 shapes, geomean", fp8.fp8_sweep_measure(fp8_small_m.FIGURE_SHAPES),
+               Expectation(0.5, 1.5, "torch._scaled_mm", f"{SMALL_M_LIBRARY}; {PROVISIONAL}",
+                           unit="× torch._scaled_mm",
+                           target=CourseTarget(0.9, why="the course's target for small batches: at least 0.90× "
+                                                        "torch._scaled_mm at M = 16, 128 and 512"))),
         Figure("error_8192", "fp8 8192³, error of the bound",
                fp8.error_measure(8192, 8192, 8192),
                Expectation(None, 1.0, "the bound", "the largest |C − ref| over its element's bound (nvidia.fp8: 2^-8 of "

@@ -64,6 +64,40 @@ PLANTS = [
           "descriptor of the first C",
           "kept.kept_descriptors(self.descriptors, (a.data_ptr(), w.data_ptr(), c.data_ptr()),",
           "kept.kept_descriptors(self.descriptors, (a.data_ptr(), w.data_ptr()),", rejected_by="kept_plans"),
+    # ---- the small-batch path (section 6): swap-AB and split-K ----
+    Plant("swap-AB's scales not swapped: A's applied along the rows of the Cᵀ tile (W's rows), W's along its columns",
+          "acc = apply_scales(acc, w_scale_ptr, a_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, "
+          "W_PER_ROW,\n                           A_PER_ROW)",
+          "acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, "
+          "A_PER_ROW,\n                           W_PER_ROW)", rejected_by="small_m_host_model"),
+    Plant("split-K's last unit starts from its own sum and adds the other slices in slice order: the additions' order "
+          "depends on which unit arrives last",
+          """                total = gl.load(slices + in_tile, cache_modifier=".cg")
+                for s in range(1, SPLIT_K):
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")""",
+          """                total = acc
+                for s in range(SPLIT_K):
+                    if s != split:
+                        total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")""",
+          rejected_by="small_m_same_bits"),
+    Plant("split-K's counter never reset: the next call on the same scratch counts from SPLIT_K, and no unit of it "
+          "arrives last",
+          """                gl.atomic_xchg(arrivals_ptr + tile, 0, sem="relaxed", scope="gpu")\n""", "",
+          rejected_by="small_m_host_model"),
+    Plant("the plan hands the kernel C's M and N under swap-AB, not exchanged: the kernel's rows are W's N",
+          "self.kernel_mn = (N, M) if self.swap_ab else (M, N)", "self.kernel_mn = (M, N)",
+          rejected_by="small_m_host_model"),
+    Plant("the plan refuses only an empty slice: a split whose slices are shorter than the ring is accepted",
+          'if split > 1 and steps // split < cfg["STAGES"]:', "if split > steps:", rejected_by="small_m_plan"),
+    Plant("the last unit reads the other units' slices through L1 (no cache_modifier='.cg'): this SM's L1 may hold a "
+          "stale line of a slice another SM wrote to L2",
+          """                total = gl.load(slices + in_tile, cache_modifier=".cg")
+                for s in range(1, SPLIT_K):
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")""",
+          """                total = gl.load(slices + in_tile)
+                for s in range(1, SPLIT_K):
+                    total += gl.load(slices + s * TILE + in_tile)""",
+          rejected_by="small_m_sm_90"),
     # ---- caught on a GPU ----
     Plant("A's per-row scales read without the tile's offset: every tile of C gets the first tile's rows' scales",
           "rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))\n    cols",
@@ -78,6 +112,11 @@ PLANTS = [
           "acc = warpgroup_mma(a_ring.index(slot), w, acc, is_async=True)",
           "acc = warpgroup_mma(a_ring.index(slot), w, acc, is_async=True, use_acc=False)",
           rejected_by="correct_fp8_shapes", gpu=True),
+    Plant("matmul sends a small batch to the small-batch path only when given a configuration: with none, M = 16 "
+          "runs on the 128 × 256 tile",
+          "if not config and a.dim() == 2 and a.shape[0] <= fp8_small_m.LARGEST_SMALL_M:",
+          "if config and a.dim() == 2 and a.shape[0] <= fp8_small_m.LARGEST_SMALL_M:",
+          rejected_by="correct_small_m", gpu=True),
     # ---- the quantizer's check says the likely cause of an exception quantize raised on its way ----
     Plant("the e4m3 dtype misspelt (torch.float8_e4m3): quantize stops at the conversion, and the check names the "
           "line and the name torch has (float8_e4m3fn), not the exception's text",

@@ -17,6 +17,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.language.nvidia.blackwell import TensorMemoryLayout, allocate_tensor_memory, tcgen05_mma
 
+from gluon_course.course import load_solution
+from gluon_course.nvidia import fp8_small_m
 from gluon_course.nvidia import launch as kept
 from gluon_course.nvidia.fp8 import E4M3_MAX, require_fp8_linear_args
 from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
@@ -257,7 +259,9 @@ def matmul(a, w, a_scale, w_scale, c=None, programs=None, **config):
     (torch.float8_e4m3fn), row-major; ``a_scale`` fp32 of one element or M (per row of A), ``w_scale`` of one or N
     (per row of W: per column of C); C[i, j] = a_scale[i] · w_scale[j] · Σ_k A[i, k] · W[j, k]. K must be a multiple of
     16 and N of 8 (TMA's 16-byte rows). Hopper only (sm_90). ``programs`` sets the grid (default: one per SM). A call
-    with the signature of an earlier one reuses its plan (``plan``): no check, descriptor or encoding is redone."""
+    with the signature of an earlier one reuses its plan (``plan``): no check, descriptor or encoding is redone. Given
+    no ``config``, a batch of M ≤ 512 goes to ``small_m_matmul`` (the next section); a ``config`` keeps this kernel
+    at any M."""
     tensors = (a, w, a_scale, w_scale) + ((c,) if c is not None else ())
     if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
         require_fp8_linear_args(a, w, a_scale, w_scale, c)             # the sentence for what is not on the GPU
@@ -265,7 +269,302 @@ def matmul(a, w, a_scale, w_scale, c=None, programs=None, **config):
         if a.dim() != 2 or w.dim() != 2:
             require_fp8_linear_args(a, w, a_scale, w_scale)            # "must be a matrix"
         c = torch.empty((a.shape[0], w.shape[0]), dtype=torch.bfloat16, device=a.device)
+    if not config and a.dim() == 2 and a.shape[0] <= fp8_small_m.LARGEST_SMALL_M:
+        # A small batch: the next section's kernel, at the tile and split the cost model ranks first for the shape.
+        return small_m_matmul(a, w, a_scale, w_scale, c, programs)
     p = plan(a, w, a_scale, w_scale, c, programs, **config)
+    if p.empty:
+        if p.zero_c:
+            c.zero_()
+        return c
+    p.launch(a, w, a_scale, w_scale, c)
+    return c
+
+
+# -- Small batches (M ≤ 512): swap-AB and split-K, as lesson 32 cuts a bf16 GEMM --------------------------------------
+# At M = 16 the 128 × 256 tile above covers 16 rows of A with 128 and makes 32 tiles of 8192 × 8192 for 132 SMs: most
+# of every tile's products are padding and three quarters of the SMs have nothing to do. The product is then a stream
+# of W, and what sets its speed is how many SMs pull W's bytes. Lesson 32's two ways to cut it carry over to fp8:
+#
+# - swap-AB: the kernel computes Cᵀ = W·Aᵀ, so W's N rows fill wgmma's 64-row side and the batch sits on its narrow N
+#   side (16 to 128 columns). fp8 wgmma reads both operands K-major (section 2), and so they are: the kernel's A is
+#   W's N × K tile as it lies, its B the activations' M × K tile viewed K × N, as the kernel above views W. The scales
+#   swap roles with the operands: W's go with the rows of the Cᵀ tile, A's with its columns.
+# - split-K with a fixed order: a tile's K steps in SPLIT_K slices; each unit stores its fp32 sum to a scratch slice
+#   and counts itself at the tile's counter, and the unit that arrives last adds the slices in slice order (0, 1, ...,
+#   whichever unit it is, so C has the same bits on every run), scales the sum once, stores C and resets the counter.
+#
+# The producer's K step, the consumers' K loop, the scratch's offsets, the (transposed) store of a tile and the work
+# units are lesson 32's device functions, as they are; the scales are this lesson's apply_scales. Which tile and split
+# a shape gets is gluon_course.nvidia.fp8_small_m's cost model (four constants fitted on an H200's timings).
+
+v32 = load_solution("32")
+load_step, unit_products, tile_offsets, store_strips, work_unit = (v32.load_step, v32.unit_products, v32.tile_offsets,
+                                                                   v32.store_strips, v32.work_unit)
+W_STREAMED = v32.W_STREAMED             # lesson 32's L2 hint for W's copies: read once, evicted first
+
+
+@gluon.jit
+def small_m_loads(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT_K, STAGES: gl.constexpr,
+                  GROUP_M: gl.constexpr, A_POLICY: gl.constexpr, B_POLICY: gl.constexpr):
+    """The producer (one warp): lesson 32's K steps, unit by unit (a tile's slices of K are consecutive units). The
+    kernel's A and B are both K-major: [BLOCK_M, BLOCK_K] and [BLOCK_N, BLOCK_K] tiles."""
+    BLOCK_M: gl.constexpr = a_desc.block_shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_shape[0]
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    step = 0
+    for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+        tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
+        for k in range(k_first, k_last):
+            # A K-major (A_KM), B N × K (not B_KN), no second strip
+            load_step(a_desc, b_desc, b_desc, a_ring, b_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES,
+                      True, False, 0, A_POLICY, B_POLICY)
+            step += 1
+
+
+@gluon.jit
+def scale_and_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout: gl.constexpr,
+                    A_PER_ROW: gl.constexpr, W_PER_ROW: gl.constexpr, SWAP_AB: gl.constexpr):
+    """A finished fp32 tile times its scales, then to C by TMA. Without swap-AB the tile's rows are C's rows (A's
+    scales) and its columns C's columns (W's); with it, its rows are W's rows and its columns A's rows, so W's scales
+    go with the rows and A's with the columns, each bounded by the kernel's own M and N."""
+    BLOCK_M: gl.constexpr = acc.shape[0]
+    BLOCK_N: gl.constexpr = acc.shape[1]
+    if SWAP_AB:
+        acc = apply_scales(acc, w_scale_ptr, a_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, W_PER_ROW,
+                           A_PER_ROW)
+    else:
+        acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, A_PER_ROW,
+                           W_PER_ROW)
+    store_strips(c_desc, c_smem, c_desc, c_smem, acc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, 0, SWAP_AB)
+
+
+@gluon.jit
+def small_m_mma(c_desc, a_ring, b_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, partial_ptr, arrivals_ptr, M,
+                N, K, SPLIT_K, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
+                A_PER_ROW: gl.constexpr, W_PER_ROW: gl.constexpr, SPLIT: gl.constexpr, SWAP_AB: gl.constexpr):
+    """The consumers: each unit's products (lesson 32's K loop on fp8 tiles). Unsplit, the tile is scaled and stored.
+    Split, the unit's fp32 sum goes to its slice of the tile's scratch and the unit counts itself at the tile's
+    counter; the unit that arrives last adds the SPLIT_K slices in slice order, scales the sum once, stores C and
+    resets the counter."""
+    BLOCK_M: gl.constexpr = a_ring.shape[1]
+    BLOCK_K: gl.constexpr = a_ring.shape[2]
+    BLOCK_N: gl.constexpr = b_ring.shape[1]
+    TILE: gl.constexpr = BLOCK_M * BLOCK_N
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    step = 0
+    for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
+        tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
+        acc, _, step = unit_products(a_ring, b_ring, b_ring, ready, empty, step, k_first, k_last, STAGES, acc_layout,
+                                     acc_layout, True, False, 0)
+        if not SPLIT:
+            scale_and_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout, A_PER_ROW,
+                            W_PER_ROW, SWAP_AB)
+        else:
+            in_tile = tile_offsets(BLOCK_M, BLOCK_N, acc_layout)
+            slices = partial_ptr + tile * (SPLIT_K * TILE)
+            gl.store(slices + split * TILE + in_tile, acc)
+            # Every consumer thread's part of the slice stored before one thread announces it (the barrier, then the
+            # atomic's release); the last unit's acquire makes every other unit's slice visible to it.
+            gl.barrier()
+            arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")
+            if arrived == SPLIT_K - 1:
+                # Slice 0 first, then 1, 2, ...: the same additions in the same order whichever unit arrived last.
+                # .cg: from L2, where the other SMs' slices are; this SM's L1 may hold nothing of them.
+                total = gl.load(slices + in_tile, cache_modifier=".cg")
+                for s in range(1, SPLIT_K):
+                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
+                scale_and_store(total, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout,
+                                A_PER_ROW, W_PER_ROW, SWAP_AB)
+                # The next launch on this scratch counts from 0 again.
+                gl.atomic_xchg(arrivals_ptr + tile, 0, sem="relaxed", scope="gpu")
+    tma.store_wait(0)
+
+
+@gluon.jit(do_not_specialize=["M", "N", "K", "SPLIT_K"])
+def small_m_kernel(a_desc, b_desc, c_desc, a_scale_ptr, w_scale_ptr, partial_ptr, arrivals_ptr, M, N, K, SPLIT_K,
+                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr,
+                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, A_PER_ROW: gl.constexpr,
+                   W_PER_ROW: gl.constexpr, SPLIT: gl.constexpr, SWAP_AB: gl.constexpr, A_POLICY: gl.constexpr,
+                   B_POLICY: gl.constexpr):
+    """C = (A·Wᵀ) scaled, in BLOCK_M × BLOCK_N tiles of the kernel's product (of Cᵀ with SWAP_AB: its A is then W and
+    its M and N are C's N and M), each tile's K steps in SPLIT_K slices (SPLIT: SPLIT_K > 1). ``a_scale_ptr`` and
+    ``w_scale_ptr`` are always the caller's A's and W's scales, whichever operand of the kernel each belongs to. M, N,
+    K and SPLIT_K are not specialised on (TMA clips every edge), so one compile serves every shape of a
+    configuration. ``partial_ptr``: SPLIT_K fp32 tiles per tile; ``arrivals_ptr``: a counter per tile, 0 before and
+    after a launch. ``A_POLICY``, ``B_POLICY``: the L2 hint of the kernel's A and B copies (W_STREAMED on W's, or
+    None)."""
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    gl.warp_specialize([
+        (small_m_mma, (c_desc, a_ring, b_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, partial_ptr,
+                       arrivals_ptr, M, N, K, SPLIT_K, STAGES, GROUP_M, acc_layout, A_PER_ROW, W_PER_ROW, SPLIT,
+                       SWAP_AB)),
+        (small_m_loads, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT_K, STAGES, GROUP_M, A_POLICY,
+                         B_POLICY)),
+    ], [1], [LOAD_REGS])
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+
+
+# small_m_kernel's arguments after the descriptors, scales, scratch and sizes, in its parameters' order.
+SMALL_M_CONSTEXPR_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout", "STAGES", "GROUP_M", "LOAD_REGS",
+                           "A_PER_ROW", "W_PER_ROW", "SPLIT", "SWAP_AB", "A_POLICY", "B_POLICY")
+# The configuration small_m_matmul takes: CONFIG's keys, split-K, swap-AB and lesson 32's L2 hint on W (W_FIRST: 1 on,
+# 0 off). Unset keys are CONFIG's tile, unsplit, not swapped, the hint on.
+SMALL_M_CONFIG = {**CONFIG, "SPLIT_K": 1, "SWAP_AB": False, "W_FIRST": 1}
+
+
+def small_m_constexprs(cfg: dict, a_per_row: bool, w_per_row: bool) -> dict:
+    """small_m_kernel's constexprs for a configuration and the two kinds of scales. W is the kernel's A under swap-AB
+    and its B otherwise, so its L2 hint goes with that operand's copies."""
+    swap = bool(cfg["SWAP_AB"])
+    hint = W_STREAMED if cfg["W_FIRST"] else None
+    return {"BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"],
+            "acc_layout": wgmma_layout(cfg["num_warps"], cfg["BLOCK_N"]), "STAGES": cfg["STAGES"],
+            "GROUP_M": cfg["GROUP_M"], "LOAD_REGS": cfg["LOAD_REGS"], "A_PER_ROW": a_per_row, "W_PER_ROW": w_per_row,
+            "SPLIT": cfg["SPLIT_K"] > 1, "SWAP_AB": swap, "A_POLICY": hint if swap else None,
+            "B_POLICY": None if swap else hint}
+
+
+def small_m_blocks(cfg: dict) -> tuple:
+    """The TMA boxes of the kernel's A, B and C: [BLOCK_M, BLOCK_K], [BLOCK_N, BLOCK_K], and C's tile, transposed
+    ([BLOCK_N, BLOCK_M] of C) under swap-AB."""
+    BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    return [BM, BK], [BN, BK], ([BN, BM] if cfg["SWAP_AB"] else [BM, BN])
+
+
+class SmallMPlan:
+    """One signature's launch of small_m_kernel, kept as ``Plan`` is: the checks (the same contract,
+    ``require_fp8_linear_args``), the configuration (``config`` over SMALL_M_CONFIG, or the cost model's pick for the
+    shape when ``config`` is empty), the kernel's operands (W and A exchanged under swap-AB), the descriptors kept by
+    address, the persistent grid, and split-K's scratch (one set per stream)."""
+
+    def __init__(self, a, w, a_scale, w_scale, c, config: dict, programs=None):
+        M, N, K, a_per_row, w_per_row = require_fp8_linear_args(a, w, a_scale, w_scale, c, on_gpu=False)
+        unknown = set(config) - set(SMALL_M_CONFIG)
+        if unknown:
+            raise TypeError(f"unknown config keys {sorted(unknown)}; small_m_matmul takes {sorted(SMALL_M_CONFIG)}")
+        if programs is not None and not (isinstance(programs, int) and programs >= 1):
+            raise ValueError(f"programs={programs!r}: a positive number of programs, or None for one per SM")
+        self.M, self.N, self.K, self.programs = M, N, K, programs
+        self.empty, self.zero_c = M == 0 or N == 0 or K == 0, K == 0 and M > 0 and N > 0
+        self.descriptors, self.scratch, self.stream, self.grid = OrderedDict(), {}, None, None
+        if self.empty:
+            return
+        picked = {} if config else (fp8_small_m.rule(M, N, K) or {})
+        cfg = self.config = {**SMALL_M_CONFIG, **picked, **config}
+        self.num_warps = cfg["num_warps"]
+        BM, BN, BK, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["SPLIT_K"]
+        require_wgmma_tile(BM, BN, BK, self.num_warps, cfg["STAGES"])
+        steps = triton.cdiv(K, BK)
+        if not (isinstance(split, int) and split >= 1):
+            raise ValueError(f"SPLIT_K={split!r}: a positive number of slices of K (1: unsplit)")
+        # A slice of fewer K steps than the ring's stages has been cut below what the ring keeps in flight: each unit
+        # pays a slice stored, a count and its share of the sum on fewer steps than the copies it overlaps.
+        if split > 1 and steps // split < cfg["STAGES"]:
+            raise ValueError(f"SPLIT_K={split} at K={K}: slices of {steps // split} K step(s) of {BK}, fewer than the "
+                             f"ring's STAGES={cfg['STAGES']}; split at most {max(1, steps // cfg['STAGES'])} ways here, "
+                             "or use a shallower ring")
+        if cfg["W_FIRST"] not in (0, 1):
+            raise ValueError(f"W_FIRST={cfg['W_FIRST']!r}: 1 (W's copies with L2's evict_first hint) or 0 (none)")
+        self.swap_ab = bool(cfg["SWAP_AB"])
+        self.kernel_mn = (N, M) if self.swap_ab else (M, N)
+        self.blocks = small_m_blocks(cfg)
+        self.layouts = tuple(gl.NVMMASharedLayout.get_default_for(block, dtype) for block, dtype in
+                             zip(self.blocks, (gl.float8e4nv, gl.float8e4nv, gl.bfloat16)))
+        ka, kb = self.operands(a, w)
+        for name, t, block in (("the kernel's A (W under swap-AB)", ka, self.blocks[0]),
+                               ("the kernel's B (A under swap-AB)", kb, self.blocks[1]), ("c", c, self.blocks[2])):
+            tma_descriptor(name, t, block)                     # TMA's rules, each with its sentence
+        kM, kN = self.kernel_mn
+        self.tiles = triton.cdiv(kM, BM) * triton.cdiv(kN, BN)
+        self.units = self.tiles * split
+        if self.units * BM * BN >= 2 ** 31:
+            raise ValueError(f"SPLIT_K={split} at {M}×{N}×{K}: the scratch's {self.units * BM * BN} fp32 cells pass "
+                             "the kernel's 32-bit offsets; split fewer ways or use a larger tile")
+        constexprs = small_m_constexprs(cfg, a_per_row, w_per_row)
+        self.rest = (kM, kN, K, split, *(constexprs[name] for name in SMALL_M_CONSTEXPR_ORDER))
+        self.launcher = kept.KeptLaunch(small_m_kernel, self.num_warps)
+
+    def operands(self, a, w):
+        """The kernel's A and B: (W, A) under swap-AB, else (A, W); both row-major, K-major."""
+        return (w, a) if self.swap_ab else (a, w)
+
+    def set_grid(self, sms: int) -> None:
+        """One program per SM at most (``programs``, when given, in place of the SMs), never more than the units."""
+        self.grid = (min(self.units, self.programs or sms), 1, 1)
+
+    def scratch_for(self, device, stream: int):
+        """Split-K's fp32 slices and per-tile counters for ``stream``: the counters start at 0 and every tile's last
+        unit sets its counter back to 0, so the set serves every later launch on that stream."""
+        found = self.scratch.get(stream)
+        if found is None:
+            split = self.config["SPLIT_K"] > 1
+            cells = self.units * self.config["BLOCK_M"] * self.config["BLOCK_N"] if split else 1
+            found = self.scratch[stream] = (torch.empty(cells, dtype=torch.float32, device=device),
+                                            torch.zeros(self.tiles if split else 1, dtype=torch.int32, device=device))
+        return found
+
+    def descriptors_for(self, a, w, c):
+        def make():
+            ka, kb = self.operands(a, w)
+            return kept.host_descriptors((ka, kb, c), self.blocks, self.layouts)
+        addresses = (a.data_ptr(), w.data_ptr(), c.data_ptr())      # the caller's A, W and C, whichever way round
+        return kept.kept_descriptors(self.descriptors, addresses, make)
+
+    def launch(self, a, w, a_scale, w_scale, c) -> None:
+        descs = self.descriptors_for(a, w, c)
+        if self.stream is None:
+            require_hopper(a)
+            if self.grid is None:
+                self.set_grid(torch.cuda.get_device_properties(a.device).multi_processor_count)
+            self.stream = triton.runtime.driver.active.get_current_stream
+        stream = self.stream(a.device.index)
+        partial, arrivals = self.scratch_for(a.device, stream)
+        self.launcher(self.grid[0], stream, descs, (a_scale, w_scale, partial, arrivals, *self.rest))
+
+
+_SMALL_M_PLANS = OrderedDict()
+
+
+def small_m_plan(a, w, a_scale, w_scale, c, programs=None, **config) -> SmallMPlan:
+    """The kept SmallMPlan for these arguments' signature, ``config`` and ``programs`` (the cost model runs once, when
+    the plan is built)."""
+    key = (kept.signature(a, w, c, a_scale, w_scale), tuple(sorted(config.items())), programs)
+    found = _SMALL_M_PLANS.get(key)
+    if found is None:
+        found = kept.keep(_SMALL_M_PLANS, key, SmallMPlan(a, w, a_scale, w_scale, c, config, programs),
+                          kept.PLANS_KEPT)
+    else:
+        _SMALL_M_PLANS.move_to_end(key)
+    return found
+
+
+def small_m_matmul(a, w, a_scale, w_scale, c=None, programs=None, **config):
+    """``matmul``'s contract through small_m_kernel: at ``config`` over SMALL_M_CONFIG, or, with none, the tile and
+    split gluon_course.nvidia.fp8_small_m's cost model ranks first for the shape (M ≤ 512; above, CONFIG's tile).
+    ``matmul`` calls it for M ≤ 512 when given no configuration."""
+    tensors = (a, w, a_scale, w_scale) + ((c,) if c is not None else ())
+    if not all(isinstance(t, torch.Tensor) and t.is_cuda for t in tensors):
+        require_fp8_linear_args(a, w, a_scale, w_scale, c)
+    if c is None:
+        if a.dim() != 2 or w.dim() != 2:
+            require_fp8_linear_args(a, w, a_scale, w_scale)
+        c = torch.empty((a.shape[0], w.shape[0]), dtype=torch.bfloat16, device=a.device)
+    p = small_m_plan(a, w, a_scale, w_scale, c, programs, **config)
     if p.empty:
         if p.zero_c:
             c.zero_()

@@ -19,8 +19,10 @@ problem, and a rule that picks between them, to be timed before any of it goes i
   counter for the next call (lesson 32's protocol).
 
 The producer's K step, the consumers' K loop, the scratch offsets, the transposed store and the work units are
-lesson 32's device functions; the scales are lesson 34's ``apply_scales``. What is new here is the fp8 kernel that
-puts them together (``small_m_kernel``), its launcher and the rule.
+lesson 32's device functions; the scales are lesson 34's ``apply_scales``. The fp8 kernel that puts them together
+(``small_m_kernel``), its plan and its launcher (``small_m_matmul``) are now lesson 34's section 6, imported here; the
+rule is gluon_course.nvidia.fp8_small_m's cost model, and so are the CPU checks. What stays here: the first trial's
+fill rule, the candidates the GPU step times, and the GPU step.
 
     python tools/probes/probe_fp8_small_m.py --model        CPU: each path in the host model (scales per tensor, per
                                                             row, mixed), and the same bits in any program order
@@ -33,291 +35,35 @@ puts them together (``small_m_kernel``), its launcher and the rule.
                                                             limit), then interleaved timings against torch._scaled_mm
                                                             at TIMED_SHAPES (or the shapes given)
 
-tests/test_probe_kernels.py runs the two CPU checks on a reduced set, and the plants the host model must reject.
+tests/test_probe_kernels.py runs the two CPU checks on a reduced set; the plants they reject are lesson 34's
+(solutions/34-gemm-fp8/plants.py, run by tests/test_lessons.py).
 """
 from __future__ import annotations
 
 import json
 import statistics
 import sys
-from collections import OrderedDict
 from pathlib import Path
 
-import numpy as np
 import torch
 import triton
-from triton.experimental import gluon
-from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 from gluon_course import load_solution
 from gluon_course.nvidia import fp8 as FP8_TOOLS
 from gluon_course.nvidia import fp8_small_m as SMALL_M
-from gluon_course.nvidia import launch as kept
-from gluon_course.nvidia.hopper import require_hopper, require_wgmma_tile, tma_descriptor
 
-LESSON32 = load_solution("32")
 LESSON34 = load_solution("34")
-# Lesson 32's device functions, as they are: the producer's K step (both operands K-major here), the consumers' K loop
-# (wgmma with one step in flight), the offsets of an fp32 tile in the scratch, the store of a tile (transposed for
-# swap-AB), a unit's tile and slice of K. Lesson 34's scales, applied once per tile.
-load_step = LESSON32.load_step
-unit_products = LESSON32.unit_products
-tile_offsets = LESSON32.tile_offsets
-store_strips = LESSON32.store_strips
-work_unit = LESSON32.work_unit
-apply_scales = LESSON34.apply_scales
-W_STREAMED = LESSON32.W_STREAMED
-
-
-# -- The kernel ------------------------------------------------------------------------------------------------------
-# Its A and B are what it multiplies: without swap-AB the activations (M × K) and W (N × K); with it W and the
-# activations, and its M and N are then the launcher's N and M. Both are K-major either way: the kernel's A tile is
-# [BLOCK_M, BLOCK_K], its B tile [BLOCK_N, BLOCK_K] viewed K × N. ``a_scale_ptr`` and ``w_scale_ptr`` are always the
-# launcher's A's and W's scales, whichever operand of the kernel each belongs to.
-
-@gluon.jit
-def small_m_loads(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT_K, STAGES: gl.constexpr,
-                  GROUP_M: gl.constexpr, A_POLICY: gl.constexpr, B_POLICY: gl.constexpr):
-    """The producer (one warp): lesson 32's K steps, unit by unit (a tile's slices of K are consecutive units)."""
-    BLOCK_M: gl.constexpr = a_desc.block_shape[0]
-    BLOCK_K: gl.constexpr = a_desc.block_shape[1]
-    BLOCK_N: gl.constexpr = b_desc.block_shape[0]
-    num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
-    k_tiles = gl.cdiv(K, BLOCK_K)
-    step = 0
-    for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
-        tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
-        for k in range(k_first, k_last):
-            # A K-major (A_KM), B N × K (not B_KN), no second strip
-            load_step(a_desc, b_desc, b_desc, a_ring, b_ring, b_ring, ready, empty, step, pid_m, pid_n, k, STAGES,
-                      True, False, 0, A_POLICY, B_POLICY)
-            step += 1
-
-
-@gluon.jit
-def scale_and_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout: gl.constexpr,
-                    A_PER_ROW: gl.constexpr, W_PER_ROW: gl.constexpr, SWAP_AB: gl.constexpr):
-    """A finished fp32 tile times its scales, then to C by TMA. Without swap-AB the tile's rows are C's rows (A's
-    scales) and its columns C's columns (W's); with it, its rows are W's rows and its columns A's rows, so W's scales
-    go with the rows and A's with the columns, each bounded by the kernel's own M and N."""
-    BLOCK_M: gl.constexpr = acc.shape[0]
-    BLOCK_N: gl.constexpr = acc.shape[1]
-    if SWAP_AB:
-        acc = apply_scales(acc, w_scale_ptr, a_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, W_PER_ROW,
-                           A_PER_ROW)
-    else:
-        acc = apply_scales(acc, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, BLOCK_M, BLOCK_N, acc_layout, A_PER_ROW,
-                           W_PER_ROW)
-    store_strips(c_desc, c_smem, c_desc, c_smem, acc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, 0, SWAP_AB)
-
-
-@gluon.jit
-def small_m_mma(c_desc, a_ring, b_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, partial_ptr, arrivals_ptr, M,
-                N, K, SPLIT_K, STAGES: gl.constexpr, GROUP_M: gl.constexpr, acc_layout: gl.constexpr,
-                A_PER_ROW: gl.constexpr, W_PER_ROW: gl.constexpr, SPLIT: gl.constexpr, SWAP_AB: gl.constexpr):
-    """The consumers: each unit's products (lesson 32's K loop on fp8 tiles). Unsplit, the tile is scaled and stored.
-    Split, the unit's fp32 sum goes to its slice of the tile's scratch and the unit counts itself at the tile's
-    counter; the unit that arrives last adds the SPLIT_K slices in slice order, scales the sum once, stores C and
-    resets the counter."""
-    BLOCK_M: gl.constexpr = a_ring.shape[1]
-    BLOCK_K: gl.constexpr = a_ring.shape[2]
-    BLOCK_N: gl.constexpr = b_ring.shape[1]
-    TILE: gl.constexpr = BLOCK_M * BLOCK_N
-    num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
-    k_tiles = gl.cdiv(K, BLOCK_K)
-    step = 0
-    for unit in range(gl.program_id(0), num_pid_m * num_pid_n * SPLIT_K, gl.num_programs(0)):
-        tile, split, pid_m, pid_n, k_first, k_last = work_unit(unit, num_pid_m, num_pid_n, k_tiles, SPLIT_K, GROUP_M)
-        acc, _, step = unit_products(a_ring, b_ring, b_ring, ready, empty, step, k_first, k_last, STAGES, acc_layout,
-                                     acc_layout, True, False, 0)
-        if not SPLIT:
-            scale_and_store(acc, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout, A_PER_ROW,
-                            W_PER_ROW, SWAP_AB)
-        else:
-            in_tile = tile_offsets(BLOCK_M, BLOCK_N, acc_layout)
-            slices = partial_ptr + tile * (SPLIT_K * TILE)
-            gl.store(slices + split * TILE + in_tile, acc)
-            # Every consumer thread's part of the slice stored before one thread announces it (the barrier, then the
-            # atomic's release); the last unit's acquire makes every other unit's slice visible to it.
-            gl.barrier()
-            arrived = gl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu")
-            if arrived == SPLIT_K - 1:
-                # Slice 0 first, then 1, 2, ...: the same additions in the same order whichever unit arrived last.
-                # .cg: from L2, where the other SMs' slices are; this SM's L1 may hold nothing of them.
-                total = gl.load(slices + in_tile, cache_modifier=".cg")
-                for s in range(1, SPLIT_K):
-                    total += gl.load(slices + s * TILE + in_tile, cache_modifier=".cg")
-                scale_and_store(total, c_desc, c_smem, a_scale_ptr, w_scale_ptr, pid_m, pid_n, M, N, acc_layout,
-                                A_PER_ROW, W_PER_ROW, SWAP_AB)
-                gl.atomic_xchg(arrivals_ptr + tile, 0, sem="relaxed", scope="gpu")
-    tma.store_wait(0)
-
-
-@gluon.jit(do_not_specialize=["M", "N", "K", "SPLIT_K"])
-def small_m_kernel(a_desc, b_desc, c_desc, a_scale_ptr, w_scale_ptr, partial_ptr, arrivals_ptr, M, N, K, SPLIT_K,
-                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, acc_layout: gl.constexpr,
-                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOAD_REGS: gl.constexpr, A_PER_ROW: gl.constexpr,
-                   W_PER_ROW: gl.constexpr, SPLIT: gl.constexpr, SWAP_AB: gl.constexpr, A_POLICY: gl.constexpr,
-                   B_POLICY: gl.constexpr):
-    """C = (A·Wᵀ) scaled, in BLOCK_M × BLOCK_N tiles of the kernel's product (of Cᵀ with SWAP_AB), each tile's K steps
-    in SPLIT_K slices (SPLIT: SPLIT_K > 1). M, N, K and SPLIT_K are not specialised on (TMA clips every edge), so one
-    compile serves every shape of a configuration. ``partial_ptr``: SPLIT_K fp32 tiles per tile of the kernel's
-    product; ``arrivals_ptr``: a counter per tile, 0 before and after a launch. ``A_POLICY``, ``B_POLICY``: the L2
-    priority of the kernel's A and B copies (W's gets lesson 32's evict_first hint, W_STREAMED, or None)."""
-    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
-    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
-    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
-    gl.warp_specialize([
-        (small_m_mma, (c_desc, a_ring, b_ring, c_smem, ready, empty, a_scale_ptr, w_scale_ptr, partial_ptr,
-                       arrivals_ptr, M, N, K, SPLIT_K, STAGES, GROUP_M, acc_layout, A_PER_ROW, W_PER_ROW, SPLIT,
-                       SWAP_AB)),
-        (small_m_loads, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, SPLIT_K, STAGES, GROUP_M, A_POLICY,
-                         B_POLICY)),
-    ], [1], [LOAD_REGS])
-    for s in gl.static_range(STAGES):
-        mbarrier.invalidate(ready.index(s))
-        mbarrier.invalidate(empty.index(s))
-
-
-# small_m_kernel's arguments after the descriptors, scales, scratch and sizes, in its parameters' order.
-CONSTEXPR_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "acc_layout", "STAGES", "GROUP_M", "LOAD_REGS", "A_PER_ROW",
-                   "W_PER_ROW", "SPLIT", "SWAP_AB", "A_POLICY", "B_POLICY")
-# Lesson 34's configuration with split-K, swap-AB and lesson 32's L2 hint on W (W_FIRST: 1 on, 0 off).
-CONFIG = {**LESSON34.CONFIG, "SPLIT_K": 1, "SWAP_AB": False, "W_FIRST": 1}
-
-
-def kernel_constexprs(cfg: dict, a_per_row: bool, w_per_row: bool) -> dict:
-    """small_m_kernel's constexprs for a configuration and the two scale kinds. W is the kernel's A under swap-AB and
-    its B otherwise, so its L2 hint goes with that operand's copies."""
-    swap = bool(cfg["SWAP_AB"])
-    hint = W_STREAMED if cfg["W_FIRST"] else None
-    return {"BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"],
-            "acc_layout": LESSON34.wgmma_layout(cfg["num_warps"], cfg["BLOCK_N"]), "STAGES": cfg["STAGES"],
-            "GROUP_M": cfg["GROUP_M"], "LOAD_REGS": cfg["LOAD_REGS"], "A_PER_ROW": a_per_row, "W_PER_ROW": w_per_row,
-            "SPLIT": cfg["SPLIT_K"] > 1, "SWAP_AB": swap, "A_POLICY": hint if swap else None,
-            "B_POLICY": None if swap else hint}
-
-
-def kernel_blocks(cfg: dict) -> tuple:
-    """The TMA boxes of the kernel's A, B and C: [BLOCK_M, BLOCK_K], [BLOCK_N, BLOCK_K], and C's tile, transposed
-    ([BLOCK_N, BLOCK_M] of C) under swap-AB."""
-    BM, BN, BK = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
-    return [BM, BK], [BN, BK], ([BN, BM] if cfg["SWAP_AB"] else [BM, BN])
-
-
-# -- The launcher -----------------------------------------------------------------------------------------------------
-
-class SmallMPlan:
-    """One signature's launch of small_m_kernel, kept as lesson 34 keeps its plan: the checks (lesson 34's contract,
-    ``require_fp8_linear_args``), the configuration, the kernel's operand views (W and A exchanged under swap-AB), the
-    descriptors kept by address with their CUtensorMaps encoded once (``kept.KeptLaunch``), the persistent grid, and
-    split-K's scratch (one set per stream)."""
-
-    def __init__(self, a, w, a_scale, w_scale, c, config: dict, programs: int | None = None):
-        M, N, K, a_per_row, w_per_row = FP8_TOOLS.require_fp8_linear_args(a, w, a_scale, w_scale, c, on_gpu=False)
-        unknown = set(config) - set(CONFIG)
-        if unknown:
-            raise TypeError(f"unknown config keys {sorted(unknown)}; this launcher takes {sorted(CONFIG)}")
-        cfg = {**CONFIG, **config}
-        self.M, self.N, self.K, self.config = M, N, K, cfg
-        self.empty, self.zero_c = M == 0 or N == 0 or K == 0, K == 0 and M > 0 and N > 0
-        self.descriptors, self.scratch, self.stream, self.grid = OrderedDict(), {}, None, None
-        self.programs = programs
-        if self.empty:
-            return
-        self.num_warps = cfg["num_warps"]
-        BM, BN, BK, split = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["SPLIT_K"]
-        require_wgmma_tile(BM, BN, BK, self.num_warps, cfg["STAGES"])
-        if not (isinstance(split, int) and 1 <= split <= triton.cdiv(K, BK)):
-            raise ValueError(f"SPLIT_K={split!r}: between 1 and the K steps of the tile ({triton.cdiv(K, BK)} at "
-                             f"K={K}, BLOCK_K={BK}), so that no slice of K is empty")
-        if cfg["W_FIRST"] not in (0, 1):
-            raise ValueError(f"W_FIRST={cfg['W_FIRST']!r}: 1 (W's copies with L2's evict_first hint) or 0 (none)")
-        self.swap_ab = bool(cfg["SWAP_AB"])
-        self.kernel_mn = (N, M) if self.swap_ab else (M, N)
-        self.blocks = kernel_blocks(cfg)
-        self.layouts = tuple(gl.NVMMASharedLayout.get_default_for(block, dtype) for block, dtype in
-                             zip(self.blocks, (gl.float8e4nv, gl.float8e4nv, gl.bfloat16)))
-        ka, kb = self.operands(a, w)
-        for name, t, block in (("the kernel's A", ka, self.blocks[0]), ("the kernel's B", kb, self.blocks[1]),
-                               ("c", c, self.blocks[2])):
-            tma_descriptor(name, t, block)                     # TMA's rules, each with its sentence
-        kM, kN = self.kernel_mn
-        self.tiles = triton.cdiv(kM, BM) * triton.cdiv(kN, BN)
-        self.units = self.tiles * split
-        if self.tiles * split * BM * BN >= 2 ** 31:
-            raise ValueError(f"SPLIT_K={split} at {M}×{N}×{K}: the scratch's {self.tiles * split * BM * BN} fp32 "
-                             "cells pass the kernel's 32-bit offsets; split fewer ways or use a larger tile")
-        ce = kernel_constexprs(cfg, a_per_row, w_per_row)
-        self.rest = (kM, kN, K, split, *(ce[name] for name in CONSTEXPR_ORDER))
-        self.launcher = kept.KeptLaunch(small_m_kernel, self.num_warps)
-
-    def operands(self, a, w):
-        """The kernel's A and B: (W, A) under swap-AB, else (A, W); both N × K or M × K row-major, K-major."""
-        return (w, a) if self.swap_ab else (a, w)
-
-    def set_grid(self, sms: int) -> None:
-        """One program per SM at most (``programs``, when given, in place of the SMs), never more than the units."""
-        self.grid = (min(self.units, self.programs or sms), 1, 1)
-
-    def scratch_for(self, device, stream: int):
-        """Split-K's fp32 slices and per-tile counters for ``stream``: the counters start at 0 and every tile's last
-        unit sets its counter back to 0, so the set serves every later launch on that stream."""
-        found = self.scratch.get(stream)
-        if found is None:
-            cfg = self.config
-            cells = self.tiles * cfg["SPLIT_K"] * cfg["BLOCK_M"] * cfg["BLOCK_N"] if cfg["SPLIT_K"] > 1 else 1
-            found = self.scratch[stream] = (torch.empty(cells, dtype=torch.float32, device=device),
-                                            torch.zeros(self.tiles if cfg["SPLIT_K"] > 1 else 1, dtype=torch.int32,
-                                                        device=device))
-        return found
-
-    def descriptors_for(self, a, w, c):
-        def make():
-            ka, kb = self.operands(a, w)
-            return kept.host_descriptors((ka, kb, c), self.blocks, self.layouts)
-        return kept.kept_descriptors(self.descriptors, (a.data_ptr(), w.data_ptr(), c.data_ptr()), make)
-
-    def launch(self, a, w, a_scale, w_scale, c) -> None:
-        descs = self.descriptors_for(a, w, c)
-        if self.stream is None:
-            require_hopper(a)
-            if self.grid is None:
-                self.set_grid(torch.cuda.get_device_properties(a.device).multi_processor_count)
-            self.stream = triton.runtime.driver.active.get_current_stream
-        stream = self.stream(a.device.index)
-        partial, arrivals = self.scratch_for(a.device, stream)
-        self.launcher(self.grid[0], stream, descs, (a_scale, w_scale, partial, arrivals, *self.rest))
-
-
-_PLANS = OrderedDict()
-
-
-def matmul(a, w, a_scale, w_scale, c=None, **config):
-    """C = (A·Wᵀ) scaled, bf16 (lesson 34's contract), at ``config`` over CONFIG, or the rule's configuration for the
-    shape when ``config`` is empty; a plan kept per signature and configuration."""
-    if c is None:
-        c = torch.empty((a.shape[0], w.shape[0]), dtype=torch.bfloat16, device=a.device)
-    if not config:
-        config = rule(a.shape[0], w.shape[0], a.shape[1])
-    key = (kept.signature(a, w, c, a_scale, w_scale), tuple(sorted(config.items())))
-    found = _PLANS.get(key)
-    if found is None:
-        found = kept.keep(_PLANS, key, SmallMPlan(a, w, a_scale, w_scale, c, config), kept.PLANS_KEPT)
-    if found.empty:
-        if found.zero_c:
-            c.zero_()
-        return c
-    found.launch(a, w, a_scale, w_scale, c)
-    return c
+# The kernel, its plan and its launcher are lesson 34's section 6 (small_m_kernel: lesson 32's device functions with
+# lesson 34's scales); the host-model and sm_90 checks are gluon_course.nvidia.fp8_small_m's, which lesson 34's checks
+# run too. What stays here: the first trial's fill rule, the candidates the GPU step times, and the GPU step.
+small_m_kernel = LESSON34.small_m_kernel
+SmallMPlan = LESSON34.SmallMPlan
+CONFIG = LESSON34.SMALL_M_CONFIG
+kernel_constexprs = LESSON34.small_m_constexprs
+kernel_blocks = LESSON34.small_m_blocks
+# matmul(a, w, a_scale, w_scale, c, **config): small_m_kernel at ``config`` over CONFIG, or the cost model's pick for
+# the shape when ``config`` is empty (CONFIG's 128 × 256 tile above M = 512).
+matmul = LESSON34.small_m_matmul
 
 
 # -- The rule ---------------------------------------------------------------------------------------------------------
@@ -488,247 +234,26 @@ BATCHES = (16, 128, 512)
 TIMED_SHAPES = tuple((M, N, K) for M in BATCHES for N, K in WEIGHTS)
 
 
-# -- Without a GPU: the host model ------------------------------------------------------------------------------------
+# -- Without a GPU: the host model and the compiler (gluon_course.nvidia.fp8_small_m's checks, on lesson 34's code) --
 
-class KernelInModel(FP8_TOOLS.KernelInModel):
-    """``gluon_course.nvidia.fp8.KernelInModel`` (the plan's launch with the host model in the GPU's place) with what
-    this kernel adds: split-K's scratch (fp32 slices, int32 counters), copied back into its torch tensors after the
-    launch as a GPU leaves them for the next call; the programs run in ``order`` (``model.run``'s); C kept in fp32
-    when ``c_fp32`` (every bit of a sum shows: ``c_values`` holds it after the launch)."""
-
-    def __init__(self, kernel, num_warps: int, tensors: dict, order=None, c_fp32: bool = False):
-        super().__init__(kernel, num_warps, tensors)
-        self.order, self.c_fp32, self.c_values = order, c_fp32, None
-
-    def _buffers(self):
-        from gluon_course.model import Buffer
-
-        scratch = {n: t for n, t in self.tensors.items() if n in ("partial", "arrivals")}
-        operands, self.tensors = self.tensors, {n: t for n, t in self.tensors.items() if n not in scratch}
-        try:
-            out = super()._buffers()
-        finally:
-            self.tensors = operands
-        for name, t in scratch.items():
-            out[t.data_ptr()] = Buffer(name, t.float().numpy(), gl.int32 if t.dtype == torch.int32 else gl.float32)
-        if self.c_fp32:
-            c = self.tensors["c"]
-            out[c.data_ptr()] = Buffer("c", np.zeros(tuple(c.shape), np.float32), gl.float32, poison=True)
-        return out
-
-    HANDED = "A, W, C, the two scales and split-K's scratch"
-    WRITTEN_TWICE = "a tile of C stored by two units (split-K: more than one unit thinks it arrived last?)"
-
-    def _element_bytes(self, buf) -> int:
-        return 4 if buf.dtype == gl.float32 else self.tensors[buf.name].element_size()
-
-    def _run_options(self, grid_x: int) -> dict:
-        return {"order": self.order(grid_x) if callable(self.order) else self.order}
-
-    def _read_past(self, scale: str) -> str:
-        return (f"the kernel reads {scale} past its end ({self.tensors[scale].numel()} elements): is it indexed by "
-                "the other dimension? Under swap-AB the kernel's rows are W's (W's scales) and its columns A's rows "
-                "(A's scales); without it, A's scales go with the rows and W's with the columns")
-
-    def _after(self, buffers: dict) -> None:
-        if self.c_fp32:
-            self.c_values = buffers[self.tensors["c"].data_ptr()].values().copy()
-        for name in ("partial", "arrivals"):
-            t = self.tensors[name]
-            t.copy_(torch.from_numpy(buffers[t.data_ptr()].values().copy()).to(t.dtype))
-
-
-MODEL_PROGRAMS = 3
-
-
-def model_launch(config: dict, programs: int | None = MODEL_PROGRAMS, calls: int = 2, order=None,
-                 c_fp32: bool = False, sums=None):
-    """``launch(a, w, a_scale, w_scale, c)`` on CPU tensors for ``fp8.check_fp8``: SmallMPlan built from the tensors
-    (its checks, operand views, descriptors, scratch, arguments) and its ``launch`` run with the host model in the
-    GPU's place (``KernelInModel``), on ``programs`` programs (None: one per work unit), ``calls`` times on the same
-    plan and scratch, every counter back at 0 after each call. ``order``, ``c_fp32``: as KernelInModel's; with
-    ``sums`` (a list), each call's fp32 C is appended to it."""
-    from gluon_course.model import ModelError
-
-    def launch(a, w, a_scale, w_scale, c):
-        plan = SmallMPlan(a, w, a_scale, w_scale, c, config, programs)
-        if plan.empty:
-            if plan.zero_c:
-                c.zero_()
-            return
-        plan.set_grid(plan.units)
-        plan.stream = lambda device_index: 0
-        partial, arrivals = plan.scratch_for(a.device, 0)
-        tensors = {"a": a, "w": w, "a_scale": a_scale, "w_scale": w_scale, "c": c, "partial": partial,
-                   "arrivals": arrivals}
-        for call in range(calls):
-            plan.launcher = KernelInModel(small_m_kernel, plan.num_warps, tensors, order, c_fp32)
-            plan.launch(a, w, a_scale, w_scale, c)
-            left = torch.nonzero(arrivals).flatten()
-            if left.numel():
-                raise ModelError(f"after call {call + 1}, split-K's counter of tile {int(left[0])} is "
-                                 f"{int(arrivals[left[0]])}, not 0: the next call would count from there (the tile's "
-                                 "last unit resets it)")
-            if sums is not None:
-                sums.append(plan.launcher.c_values)
-    return launch
-
-
-# The paths, on tiles small enough for the model (it runs every product in numpy; the tile's sizes are constexprs of
-# the same code): both orientations, unsplit and split, and a 128-row tile on 4 warps (two wgmma rows a warpgroup) in
-# each. Splits of 3: the fewest where the order of the slices' additions can change a sum's bits ((a + b) + c against
-# a + (b + c); a + b = b + a in fp32).
-MODEL_PATHS = {
-    "swap-AB, 64 × 16 tiles": {"BLOCK_M": 64, "BLOCK_N": 16, "num_warps": 4, "STAGES": 3, "SWAP_AB": True},
-    "swap-AB, 64 × 32 tiles, K split 3 ways": {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3,
-                                               "SWAP_AB": True, "SPLIT_K": 3},
-    "swap-AB, 128 × 16 tiles, K split 2 ways": {"BLOCK_M": 128, "BLOCK_N": 16, "num_warps": 4, "STAGES": 2,
-                                                "SWAP_AB": True, "SPLIT_K": 2},
-    "64 × 32 tiles, K split 3 ways": {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 3, "SPLIT_K": 3},
-    "128 × 32 tiles": {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2},
-}
-# Odd M (1, 17, 100): under swap-AB the batch's side of a tile (16 or 32 columns) cut by M, one to seven such tiles;
-# without it, 100 rows over two 64-row tiles or inside one of 128. N past every tile's edge (136 = 2·64 + 8 = 4·32 + 8,
-# 200 = 3·64 + 8), K past the 128-wide step (272 = 2·128 + 16: 3 steps; 400: 4 steps, slices of 1, 1 and 2 when split
-# 3 ways).
-MODEL_SHAPES = ((1, 136, 272), (17, 200, 400), (100, 136, 400))
-# Split-K's sum in several program orders (one unit a program, C in fp32): the last unit to arrive at a tile is its
-# last slice's, then its first's, then one in between (model.gemm.PROGRAM_ORDERS).
-ORDER_PATHS = {"swap-AB, 64 × 32 tiles, K split 3 ways": (17, 136, 400),
-               "64 × 32 tiles, K split 3 ways": (100, 72, 400)}
-
-
-def same_bits_in_any_order(config: dict, shape) -> str | None:
-    """None when C's fp32 bits are the same with the programs run in every order of ``model.gemm.PROGRAM_ORDERS``;
-    else a sentence. fp8 inputs from ``fp8.fp8_inputs`` (values across e4m3's exponents, so that an fp32 sum's low
-    bits depend on the order of its additions), scales per row."""
-    from gluon_course.model import ModelError
-    from gluon_course.model.gemm import PROGRAM_ORDERS
-
-    M, N, K = shape
-    a, w, sa, sw = FP8_TOOLS.fp8_inputs(M, N, K, True, device="cpu", seed=44)
-    first = None
-    for name, order in PROGRAM_ORDERS.items():
-        sums = []
-        try:
-            model_launch(config, programs=None, calls=1, order=order, c_fp32=True, sums=sums)(
-                a, w, sa, sw, torch.empty(M, N, dtype=torch.bfloat16))
-        except ModelError as e:
-            return f"{M}×{N}×{K}, programs run {name}: {e}"
-        got = sums[0]
-        if first is None:
-            first = (name, got)
-        elif not np.array_equal(got.view(np.uint32), first[1].view(np.uint32)):
-            i, j = map(int, np.argwhere(got.view(np.uint32) != first[1].view(np.uint32))[0])
-            shown = [np.format_float_positional(x) for x in (got[i, j], first[1][i, j])]
-            return (f"{M}×{N}×{K}: C[{i}, {j}] is {shown[0]} with the programs run {name} but {shown[1]} "
-                    f"run {first[0]}: the order in which the slices are added depends on which unit arrives last; "
-                    "add them in slice order, whichever unit adds them")
-    return None
+MODEL_PATHS, MODEL_SHAPES, ORDER_PATHS = SMALL_M.MODEL_PATHS, SMALL_M.MODEL_SHAPES, SMALL_M.ORDER_PATHS
 
 
 def host_check(paths=None, shapes=MODEL_SHAPES, modes=tuple(FP8_TOOLS.SCALE_MODES), order_paths=None,
                show=None) -> str | None:
-    """Each path of ``paths`` (default MODEL_PATHS) through SmallMPlan in the host model on 3 programs, twice on the
-    same plan, at ``shapes`` in each scale mode of ``modes``: C within fp8's bound of the reference (A's scales per row
-    of C, W's per column), each element written once, no scale read past its end, every counter back at 0 after each
-    call; then each split path of ``order_paths`` (default ORDER_PATHS) with the same fp32 bits in every program order.
-    None, or one sentence naming the path; ``show`` gets a line per path that passed."""
-    from gluon_course.model import ModelError
-    from gluon_course.model.gemm import PROGRAM_ORDERS
+    """Each path of ``paths`` (default MODEL_PATHS) in the host model at ``shapes`` in each scale mode of ``modes``
+    (``fp8_small_m.host_model_problem``), then each split path of ``order_paths`` (default ORDER_PATHS) with the same
+    fp32 bits in every program order (``fp8_small_m.same_bits_problem``). None, or one sentence naming the path."""
+    return (SMALL_M.host_model_problem(LESSON34, paths, shapes, modes, show=show) or
+            SMALL_M.same_bits_problem(LESSON34, order_paths, show=show))
 
-    for what, config in (MODEL_PATHS if paths is None else paths).items():
-        usable = [s for s in shapes if -(-s[2] // config.get("BLOCK_K", BLOCK_K)) >= config.get("SPLIT_K", 1)]
-        problem = FP8_TOOLS.check_fp8(model_launch(config), usable, modes=modes, device="cpu", caught=(ModelError,))
-        if problem:
-            return f"{what}, in the host model, {problem}"
-        if show:
-            show(f"  {what}: within the bound at {', '.join('×'.join(map(str, s)) for s in usable)}, "
-                 f"{len(modes)} scale modes, two calls each")
-    for what, shape in (ORDER_PATHS if order_paths is None else order_paths).items():
-        problem = same_bits_in_any_order(MODEL_PATHS[what], shape)
-        if problem:
-            return f"{what}, in the host model, {problem}"
-        if show:
-            show(f"  {what}: the same fp32 bits at {'×'.join(map(str, shape))} in the programs' orders "
-                 f"({', '.join(PROGRAM_ORDERS)})")
-    return None
-
-
-# -- Without a GPU: the compiler ---------------------------------------------------------------------------------------
 
 def compiled(cfg: dict, a_per_row: bool = False, w_per_row: bool = False):
-    """small_m_kernel compiled for sm_90 on the CPU, as SmallMPlan launches it at ``cfg`` (over CONFIG)."""
-    from gluon_course.machine import compile_cached, tensor_descriptor_type
-
-    cfg = {**CONFIG, **cfg}
-    blocks = kernel_blocks(cfg)
-
-    def desc(dtype, gl_dtype, block):
-        return tensor_descriptor_type(dtype, block, gl.NVMMASharedLayout.get_default_for(block, gl_dtype))
-
-    signature = {"a_desc": desc("fp8e4nv", gl.float8e4nv, blocks[0]),
-                 "b_desc": desc("fp8e4nv", gl.float8e4nv, blocks[1]), "c_desc": desc("bf16", gl.bfloat16, blocks[2]),
-                 "a_scale_ptr": "*fp32", "w_scale_ptr": "*fp32", "partial_ptr": "*fp32", "arrivals_ptr": "*i32",
-                 "M": "i32", "N": "i32", "K": "i32", "SPLIT_K": "i32"}
-    return compile_cached(small_m_kernel, "sm_90", signature=signature,
-                          constexprs=kernel_constexprs(cfg, a_per_row, w_per_row),
-                          aligned=("a_scale_ptr", "w_scale_ptr", "partial_ptr", "arrivals_ptr"),
-                          num_warps=cfg["num_warps"])
+    """lesson 34's small_m_kernel compiled for sm_90 on the CPU at ``cfg`` (over CONFIG)."""
+    return SMALL_M.compiled(LESSON34, cfg, a_per_row, w_per_row)
 
 
-# The split path's protocol in the sm_90 listing (lesson 32's split_protocol): one atomic add that announces a slice,
-# after the release fence; one reset; C by one TMA store (only the last unit stores).
-SPLIT_OPS = {"ATOMG.E.ADD.STRONG.GPU": 1, "ATOMG.E.EXCH.STRONG.GPU": 1, "MEMBAR.ALL.GPU": 1, "UTMASTG.2D": 1}
-
-
-def listing_problem(k, cfg: dict, unsplit=None) -> str | None:
-    """One configuration's sm_90 listing: fits one SM with no spills and no serialized wgmma; QGMMA (fp8 wgmma,
-    64 × BLOCK_N × 32, E4M3 × E4M3 into F32) in the K loop, BLOCK_M / (16·num_warps) · BLOCK_K / 32 of them a step and
-    none elsewhere, no HGMMA; and, split, the protocol: the slice stored, the consumers' barrier, the release and the
-    atomic in that order, the slices read back from L2 (.cg: LDG ... STRONG.GPU), the reset, one TMA store."""
-    from gluon_course.grading.gemm_kernel import fits
-
-    problem = fits(k, cfg["num_warps"], cfg)
-    if problem:
-        return problem
-    if any("serialized" in note for note in k.ptxas_notes()):
-        return "ptxas serializes the wgmma instructions (for want of registers)"
-    ops = k.opcodes()
-    if any(op.startswith("HGMMA") for op in ops):
-        return "HGMMA in the kernel: 16-bit products, where the operands must stay e4m3"
-    opcode = FP8_TOOLS.QGMMA.format(n=cfg["BLOCK_N"])
-    per_step = cfg["BLOCK_M"] // (16 * cfg["num_warps"]) * (cfg["BLOCK_K"] // 32)
-    every = {op: n for op, n in ops.items() if op.startswith("QGMMA")}
-    if every != {opcode: per_step}:
-        return f"the kernel's fp8 wgmma are {every}; expected {per_step} × {opcode}"
-    loop = k.opcodes_between(*k.loop_holding("QGMMA"))
-    if loop.get(opcode, 0) != per_step:
-        return f"the K loop holds {loop.get(opcode, 0)} × {opcode}; expected all {per_step} of the step there"
-    if cfg["SPLIT_K"] == 1:
-        return None
-    counts = {op: k.count(op) for op in SPLIT_OPS}
-    if counts != SPLIT_OPS:
-        return f"the split kernel's listing holds {counts}; expected {SPLIT_OPS}"
-    at = [(i.address, i.opcode, i.text) for i in k.instructions()]
-    atomic = next(a for a, op, _ in at if op == "ATOMG.E.ADD.STRONG.GPU")
-    stores = [a for a, op, _ in at if op.startswith("STG.E") and a < atomic]
-    if not stores:
-        return "no slice is stored before the atomic add that announces it"
-    if not [a for a, op, text in at if op.startswith("BAR.SYNC") and stores[-1] < a < atomic]:
-        return "no barrier among the consumers between the slice's stores and the atomic add"
-    if not [a for a, op, _ in at if op == "MEMBAR.ALL.GPU" and stores[-1] < a < atomic]:
-        return "no release fence (MEMBAR.ALL.GPU) between the slice's stores and the atomic add"
-    # After the atomic: the slices' reads, and the scales' (as many loads as the unsplit kernel's, which reads
-    # nothing else with the threads). Every other load must come from L2.
-    reads = [text for a, op, text in at if op.startswith("LDG") and a > atomic]
-    scale_loads = sum(n for op, n in unsplit.opcodes().items() if op.startswith("LDG"))
-    plain = [t for t in reads if "STRONG.GPU" not in t]
-    if len(reads) == len(plain) or len(plain) > scale_loads:
-        return (f"the last unit reads the slices without cache_modifier='.cg' ({len(plain)} loads after the atomic "
-                f"without STRONG.GPU, where the scales take {scale_loads}): this SM's L1 may serve a stale line "
-                "instead of the other SMs' slices in L2")
-    return None
+listing_problem = SMALL_M.listing_problem
 
 
 def compile_key(cfg: dict) -> tuple:
@@ -864,7 +389,7 @@ def correct_here(results_path: str) -> str | None:
     for what, cfg in GPU_PATHS.items():
         results[what] = "running"
         save()
-        usable = [s for s in ODD_SHAPES if not cfg or -(-s[2] // BLOCK_K) >= cfg.get("SPLIT_K", 1)]
+        usable = [s for s in ODD_SHAPES if not cfg or SMALL_M.slices_fit({**CONFIG, **cfg}, s[2])]
         problem = FP8_TOOLS.check_fp8(lambda a, w, sa, sw, c: matmul(a, w, sa, sw, c, **cfg), usable)
         if problem is None:
             for M, N, K in usable:
