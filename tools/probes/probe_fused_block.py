@@ -14,6 +14,7 @@ itself after 540 s.
     python tools/probes/probe_fused_block.py --compile   CPU: lesson 35's sm_90 checks (resources, PDL)
     python tools/probes/probe_fused_block.py --chain-model      CPU: the decode chain in the host model (slow: minutes)
     python tools/probes/probe_fused_block.py --sanitize-chain   GPU: the decode chain under compute-sanitizer memcheck
+    python tools/probes/probe_fused_block.py --triage-chain     GPU: each chain in its own process, which one faults
     python tools/probes/probe_fused_block.py OUT.json    GPU: the steps above; a JSON and a table
 
 Until commit 5ae7622 this probe held its own copy of the kernel, reaching griddepcontrol through gl.inline_asm; lesson
@@ -163,20 +164,53 @@ def chain_in_model(M: int, pdl: bool, steps: int = 2, sms: int = 132, order=None
     return None
 
 
-def chain_child(M: int, pdl: bool, graph: bool, steps: int = 3) -> None:
-    """The fused decode chain alone, for compute-sanitizer: ``steps`` steps eagerly, then (``graph``) captured in a
-    CUDA graph of 10 steps and replayed twice, as gpu_main builds it; a synchronize after each stage."""
-    step, out = decode_chain(M, pdl)
+def chain_child(M: int, pdl: bool, graph: bool, steps: int = 3, unfused: bool = False) -> None:
+    """One decode chain alone (fused, or ``unfused``), in a process of its own: ``steps`` steps eagerly, then
+    (``graph``) captured in a CUDA graph of 10 steps and replayed twice, as gpu_main builds it; a synchronize after
+    each launch of the eager steps, so that a fault names its GEMM."""
+    step, out = decode_chain(M, pdl, unfused)
+    what = f"chain M={M} {'unfused' if unfused else 'fused'}{' pdl' if pdl else ''}"
     for i in range(steps):
-        step(i)
-        torch.cuda.synchronize()
-    print(f"chain M={M} pdl={pdl}: {steps} eager steps done", flush=True)
+        for name, call, _ in getattr(step, "calls", (("the unfused step", step, None),)):
+            print(f"{what}: eager step {i + 1}, {name}", flush=True)
+            call()
+            torch.cuda.synchronize()
+    print(f"{what}: {steps} eager steps done", flush=True)
     if graph:
         g = _graph_of(step, 10)
+        print(f"{what}: graph captured", flush=True)
         for _ in range(2):
             g.replay()
             torch.cuda.synchronize()
-        print(f"chain M={M} pdl={pdl}: graph replayed", flush=True)
+        print(f"{what}: graph replayed", flush=True)
+
+
+def triage_chain(limit_s: int = 120, sanitize_s: int = 200) -> None:
+    """Each chain (M = 1, 16; fused without and with PDL, unfused) in its own process, eagerly and then in a graph,
+    without a sanitizer: which one faults, and where. Then the first that faulted again under compute-sanitizer
+    memcheck (its first report)."""
+    import subprocess
+
+    failed = None
+    for M in (1, 16):
+        for pdl, unfused in ((False, False), (True, False), (False, True)):
+            cmd = ["timeout", str(limit_s), sys.executable, __file__, "--chain-child", str(M), str(int(pdl)), "1",
+                   str(int(unfused))]
+            t0 = time.time()
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            lines = (done.stdout + done.stderr).strip().splitlines()
+            print(f"--- M={M} pdl={pdl} unfused={unfused}: exit {done.returncode} ({time.time() - t0:.0f} s)",
+                  flush=True)
+            print("\n".join(lines[-6:]), flush=True)
+            if done.returncode and failed is None:
+                failed = cmd[2:]
+    if failed:
+        cmd = ["timeout", str(sanitize_s), "compute-sanitizer", "--tool", "memcheck", "--print-limit", "2",
+               "--error-exitcode", "9", *failed]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        text = (done.stdout + done.stderr).strip().splitlines()
+        print(f"--- under memcheck: {' '.join(failed[1:])}: exit {done.returncode}", flush=True)
+        print("\n".join([line for line in text if "=====" in line][:40] or text[-20:]), flush=True)
 
 
 def sanitize_chain(limit_s: int = 240) -> None:
@@ -285,7 +319,11 @@ def cpu_checks(keys) -> str | None:
 if __name__ == "__main__":
     args = sys.argv[1:]
     if args[:1] == ["--chain-child"]:
-        chain_child(int(args[1]), bool(int(args[2])), bool(int(args[3])))
+        chain_child(int(args[1]), bool(int(args[2])), bool(int(args[3])),
+                    unfused=len(args) > 4 and bool(int(args[4])))
+        sys.exit(0)
+    if args[:1] == ["--triage-chain"]:
+        triage_chain()
         sys.exit(0)
     if args[:1] == ["--sanitize-chain"]:
         sanitize_chain()
