@@ -644,34 +644,39 @@ def correct_here(module_file: str) -> str | None:
     import torch
 
     from ..course import load_module_file
+    from ..grading.runner import sentence_in_child
     from . import fp8
 
     mod = load_module_file(module_file)
-    for what, cfg in GPU_PATHS.items():
-        call = ((lambda a, w, sa, sw, c: mod.matmul(a, w, sa, sw, c)) if cfg is None else
-                (lambda a, w, sa, sw, c, cfg=cfg: mod.small_m_matmul(a, w, sa, sw, c, **cfg)))
-        usable = [s for s in ODD_SHAPES if cfg is None or slices_fit(cfg, s[2])]
+
+    def run():
+        for what, cfg in GPU_PATHS.items():
+            call = ((lambda a, w, sa, sw, c: mod.matmul(a, w, sa, sw, c)) if cfg is None else
+                    (lambda a, w, sa, sw, c, cfg=cfg: mod.small_m_matmul(a, w, sa, sw, c, **cfg)))
+            usable = [s for s in ODD_SHAPES if cfg is None or slices_fit(cfg, s[2])]
+            before = len(mod._SMALL_M_PLANS)
+            problem = fp8.check_fp8(call, usable)
+            if problem:
+                return f"{what}: {problem}"
+            if cfg is None and len(mod._SMALL_M_PLANS) == before:
+                return "the dispatch: matmul with no configuration at M ≤ 512 built no SmallMPlan (small_m_matmul)"
+            for M, N, K in usable:
+                a, w, sa, sw = fp8.fp8_inputs(M, N, K, True)
+                c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+                call(a, w, sa, sw, c)
+                again = c.clone()
+                call(a, w, sa, sw, again)
+                torch.cuda.synchronize()
+                if not torch.equal(c.view(torch.int16), again.view(torch.int16)):
+                    return f"{what}, shape {M}×{N}×{K}: a second call gave other bits"
+        a, w, sa, sw = fp8.fp8_inputs(513, 136, 208, True)
         before = len(mod._SMALL_M_PLANS)
-        problem = fp8.check_fp8(call, usable)
-        if problem:
-            return f"{what}: {problem}"
-        if cfg is None and len(mod._SMALL_M_PLANS) == before:
-            return "the dispatch: matmul with no configuration at M ≤ 512 built no SmallMPlan (small_m_matmul)"
-        for M, N, K in usable:
-            a, w, sa, sw = fp8.fp8_inputs(M, N, K, True)
-            c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
-            call(a, w, sa, sw, c)
-            again = c.clone()
-            call(a, w, sa, sw, again)
-            torch.cuda.synchronize()
-            if not torch.equal(c.view(torch.int16), again.view(torch.int16)):
-                return f"{what}, shape {M}×{N}×{K}: a second call gave other bits"
-    a, w, sa, sw = fp8.fp8_inputs(513, 136, 208, True)
-    before = len(mod._SMALL_M_PLANS)
-    mod.matmul(a, w, sa, sw)
-    if len(mod._SMALL_M_PLANS) != before:
-        return "the dispatch: matmul at M = 513 built a SmallMPlan; above 512 rows it keeps the 128 × 256 kernel"
-    return None
+        mod.matmul(a, w, sa, sw)
+        if len(mod._SMALL_M_PLANS) != before:
+            return "the dispatch: matmul at M = 513 built a SmallMPlan; above 512 rows it keeps the 128 × 256 kernel"
+        return None
+
+    return sentence_in_child(module_file, run, "34")
 
 
 def correct(mod) -> str | None:

@@ -274,10 +274,12 @@ def gpu_main(path: str) -> None:
     chain = []
     for M in (1, 16):
         try:
-            graphs, outs = {}, {}
+            # A graph holds no reference to the tensors its kernels address: each chain's step (whose closures hold
+            # them) is kept beside its graph, or the next chain's allocations take the first one's memory.
+            graphs, outs, steps = {}, {}, {}
             for key, pdl, unfused in (("no_pdl", False, False), ("pdl", True, False), ("unfused", False, True)):
-                step, out = decode_chain(M, pdl, unfused)
-                graphs[key], outs[key] = _graph_of(step, 10), out
+                steps[key], outs[key] = decode_chain(M, pdl, unfused)
+                graphs[key] = _graph_of(steps[key], 10)
             us = replayed_in_turn(graphs, 10, rounds=21)
         except Exception as e:                            # e.g. stream capture refusing a PDL launch
             found.setdefault("errors", []).append(f"decode chain M={M}: {type(e).__name__}: {e}")
