@@ -133,6 +133,26 @@ def test_records_round_trip(tmp_path, monkeypatch):
         records.recorded("09/other", "no-gpu")
 
 
+def test_a_stand_in_recording_fills_only_what_the_course_recording_lacks(tmp_path, monkeypatch):
+    """records.load shows the course's recording and, for a key it lacks, the stand-in GPU's entry, which keeps its
+    own GPU (the label a notebook prints names it); save writes one GPU's file and never copies the stand-ins in."""
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
+    monkeypatch.setattr(records, "STAND_INS", {"gpu-a": ("gpu-b",)})
+    entry = {"kind": "figure", "value": 1.0, "triton": "3.9.0", "torch": "2", "date": "2026-12-05", "commit": "c"}
+    (tmp_path / "gpu-a.json").write_text(json.dumps({"gpu": "GPU A", "figures": {"40/x": {**entry, "gpu": "GPU A"}}}))
+    (tmp_path / "gpu-b.json").write_text(json.dumps({"gpu": "GPU B", "figures": {
+        "40/x": {**entry, "value": 2.0, "gpu": "GPU B"}, "41/y": {**entry, "value": 3.0, "gpu": "GPU B"}}}))
+    shown = records.load("gpu-a")
+    assert shown["gpu"] == "GPU A" and shown["figures"]["40/x"]["value"] == 1.0
+    assert shown["figures"]["41/y"]["gpu"] == "GPU B" and records.stood_in(shown["figures"]["41/y"], shown)
+    assert not records.stood_in(shown["figures"]["40/x"], shown)
+    assert "GPU B" in records.recorded_label(records.recorded("41/y", "gpu-a"))
+    assert set(records.load("gpu-b")["figures"]) == {"40/x", "41/y"}            # a stand-in has no stand-ins itself
+    monkeypatch.setattr(records, "provenance", lambda: {**entry, "gpu": "GPU A"})
+    records.save("40/z", {"value": 4.0})
+    assert set(json.loads((tmp_path / "gpu-a.json").read_text())["figures"]) == {"40/x", "40/z"}
+
+
 def test_launcher_errors_say_what_to_do():
     x = torch.zeros(8)
     with pytest.raises(ValueError, match=r"move it with x.cuda\(\)"):

@@ -18,6 +18,11 @@ from ..course import repo_root
 # What a machine without a GPU shows: the recording made on this GPU.
 DEFAULT_RECORDING = "nvidia-h200"
 
+# Where the course's recording has no entry for a figure or check, the same key recorded on another GPU of the same
+# class (the same compile target, the same lesson code) stands in: a lesson recorded only on an H100 shows that
+# recording, and every line printed from it names that GPU (``recorded_label``), as the website's tables do.
+STAND_INS: dict[str, tuple[str, ...]] = {"nvidia-h200": ("nvidia-h100-80gb-hbm3",)}
+
 
 def vendor_targets(gpu_slug: str) -> tuple[str, ...]:
     """The compile targets whose lessons a recording on this GPU can hold: AMD's for an ``amd-...`` file, NVIDIA's
@@ -40,11 +45,28 @@ def path_for(gpu_slug: str) -> Path:
     return results_dir() / f"{gpu_slug}.json"
 
 
-def load(gpu_slug: str = DEFAULT_RECORDING) -> dict:
+def load_file(gpu_slug: str) -> dict:
+    """``results/<gpu_slug>.json`` as it is: that GPU's entries only."""
     path = path_for(gpu_slug)
     if not path.exists():
         return {"gpu": None, "figures": {}}
     return json.loads(path.read_text())
+
+
+def load(gpu_slug: str = DEFAULT_RECORDING) -> dict:
+    """The recording shown for ``gpu_slug``: its own file, and for a key it lacks, the entry of its first STAND_INS
+    recording that has one (each entry keeps its own ``gpu``). ``gpu`` is the file's own GPU."""
+    data = load_file(gpu_slug)
+    for other in STAND_INS.get(gpu_slug, ()):
+        for key, entry in load_file(other)["figures"].items():
+            data["figures"].setdefault(key, entry)
+    data["figures"] = dict(sorted(data["figures"].items()))
+    return data
+
+
+def stood_in(entry: dict, data: dict) -> bool:
+    """True where ``entry`` of the recording ``data`` (as ``load`` gives it) was measured on another GPU."""
+    return bool(data.get("gpu")) and entry.get("gpu") != data["gpu"]
 
 
 def figure_key(number: str, key: str) -> str:
@@ -115,7 +137,7 @@ def save(key: str, entry: dict) -> None:
     """Write one figure (with provenance) into ``results/<gpu>.json``, keeping the others."""
     stamp = provenance()
     gpu_slug = slug(stamp["gpu"])
-    data = load(gpu_slug)
+    data = load_file(gpu_slug)
     data["gpu"] = stamp["gpu"]
     data["figures"][key] = {**entry, **stamp}
     data["figures"] = dict(sorted(data["figures"].items()))

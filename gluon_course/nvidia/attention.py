@@ -556,6 +556,24 @@ def gpu_check_one(mod, version: str, shape, head_dim: int, causal: bool, seed: i
     return None
 
 
+def sdpa_refusal(fn) -> str | None:
+    """Runs one SDPA backend's call once: None if it ran, else why the backend refused the problem. torch says why in
+    UserWarnings before its RuntimeError ("No available kernel"); they are caught and kept here as the reason instead
+    of reaching the notebook's output."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            fn()
+            torch.cuda.synchronize()
+            return None
+        except RuntimeError as e:
+            why = [str(w.message).split(" (Triggered internally")[0] for w in said]
+            reasons = [w for w in why if not w.endswith("because:")] or [str(e).splitlines()[0]]
+            return "; ".join(reasons)[:300]
+
+
 def sdpa_call(backend: str, q, k, v, causal: bool):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -668,12 +686,11 @@ def time_shapes(mod, shapes, rounds: int = 9, with_plain_triton: bool = True) ->
             calls["triton"] = lambda: plain_triton.attention(q, k, v, causal, out=out)
         for backend in SDPA_BACKENDS:
             fn = sdpa_call(backend, q, k, v, causal)
-            try:
-                fn()
-                torch.cuda.synchronize()
+            problem = sdpa_refusal(fn)
+            if problem:
+                refused[backend] = problem
+            else:
                 calls[backend.split("_")[0].lower()] = fn
-            except RuntimeError as e:
-                refused[backend] = str(e).splitlines()[0][:200]
         for fn in calls.values():
             fn()
         torch.cuda.synchronize()

@@ -730,12 +730,11 @@ def sdpa_backends(q, k, v, causal: bool):
         def fn(chosen=chosen):
             with sdpa_kernel([chosen]):
                 return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-        try:
-            fn()
-            torch.cuda.synchronize()
+        problem = attention.sdpa_refusal(fn)
+        if problem:
+            refused[backend] = problem
+        else:
             calls[backend.split("_")[0].lower()] = fn
-        except RuntimeError as e:
-            refused[backend] = str(e).splitlines()[0][:200]
     return calls, refused
 
 

@@ -22,11 +22,16 @@ VENDOR = {"sm_75": "T4", "sm_80": "A100", "sm_86": "RTX 30, A10", "sm_89": "RTX 
           "sm_100": "Blackwell", "sm_120": "RTX 50", "gfx950": "MI350/MI355", "gfx942": "MI300"}
 
 
-def _figure_cell(fig, entry) -> str:
+def _on(entry, data) -> str:
+    """`` (on the NVIDIA H100 80GB HBM3)`` after a figure that another GPU's recording stands in for."""
+    return f" (on the {entry['gpu']})" if records.stood_in(entry, data) else ""
+
+
+def _figure_cell(fig, entry, data) -> str:
     e = fig.expect
     if entry is None:
         return f"{fig.title}: not recorded"
-    return f"{fig.title}: {entry['text'].split(' vs ')[0]}, {e.format(entry['value'])}"
+    return f"{fig.title}: {entry['text'].split(' vs ')[0]}, {e.format(entry['value'])}{_on(entry, data)}"
 
 
 def _range_text(expect) -> str:
@@ -44,10 +49,11 @@ def results_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
     lines = [f"### {data['gpu'] or gpu_slug}", ""]
     if not figures:
         return "\n".join(lines + ["Nothing recorded yet.", ""])
-    stamps = sorted({(e["triton"], e["torch"], e["date"], e["commit"]) for e in figures.values()})
+    stamps = sorted({(_on(e, data), e["triton"], e["torch"], e["date"], e["commit"]) for e in figures.values()})
     lines += ["Recorded with:", ""]
-    for triton, torch, date, commit in stamps:
-        lines.append(f"* Triton {triton} · torch {torch} · {date} · commit `{commit}`")
+    for on, triton, torch, date, commit in stamps:
+        lines.append(f"* Triton {triton} · torch {torch} · {date} · commit `{commit}`" +
+                     (f"{on}: the lessons not yet recorded on the {data['gpu']} show this recording" if on else ""))
     shown = [number for number, the in lessons().items()
              if not the.checks.planned and set(the.checks.targets) & set(records.vendor_targets(gpu_slug))]
     for caption, numbers in lesson_parts(shown):
@@ -61,12 +67,13 @@ def results_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
                     continue
                 verdict = fig.expect.verdict(entry["value"])
                 target = fig.expect.target_line(entry["value"])
-                rows.append(f"| {number} | {fig.title} | **{fig.expect.format(entry['value'])}**: {entry['text']} | "
+                rows.append(f"| {number} | {fig.title} | **{fig.expect.format(entry['value'])}**: {entry['text']}"
+                            f"{_on(entry, data)} | "
                             f"{_range_text(fig.expect)} | {verdict}" + (f"; {target}" if target else "") + " |")
             for check in spec.correctness:
                 entry = figures.get(records.check_key(number, check.key))
                 status = ("not recorded" if entry is None else
-                          ("✓\u00a0passed" if entry["passed"] else f"✗ {entry['detail']}"))
+                          ("✓\u00a0passed" if entry["passed"] else f"✗ {entry['detail']}") + _on(entry, data))
                 checks.append(f"| {number} | {check.title} | {status} |")
         lines += ["", f"#### {caption}", ""]
         if rows:
@@ -96,7 +103,7 @@ def readme_table(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
         for fig in spec.figures:
             if fig.headline:
                 entry = data["figures"].get(records.figure_key(number, fig.key))
-                cells.append(_figure_cell(fig, entry))
+                cells.append(_figure_cell(fig, entry, data))
                 if entry:
                     recorded = True
                     stamps.add((entry["triton"], entry["torch"].split("+")[0], entry["date"]))
@@ -111,8 +118,9 @@ def readme_table(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
 
 
 def recording_line(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
-    """The README's word on which versions the course's recording ran with, from the figures' own provenance."""
-    data = records.load(gpu_slug)
+    """The README's word on which versions the course's recording ran with, from the figures' own provenance, and
+    which lessons another GPU's recording stands in for (records.STAND_INS)."""
+    data = records.load_file(gpu_slug)
     entries = data["figures"].values()
     if not entries:
         return f"* **The course's recording** (`results/{gpu_slug}.json`): nothing recorded yet."
@@ -120,8 +128,15 @@ def recording_line(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
     torches = ", ".join(sorted({e["torch"] for e in entries}))
     dates = sorted({e["date"] for e in entries})
     when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-    return (f"* **The course's recording** (`results/{gpu_slug}.json`, what the notebooks and the website show): "
+    line = (f"* **The course's recording** (`results/{gpu_slug}.json`, what the notebooks and the website show): "
             f"{data['gpu'] or gpu_slug}, Triton {tritons}, torch {torches}, {when}.")
+    for other in records.STAND_INS.get(gpu_slug, ()):
+        theirs = records.load_file(other)
+        missing = sorted({k.split("/")[0] for k in theirs["figures"] if k not in data["figures"]})
+        if missing:
+            line += (f" Where it has no entry (in lessons {', '.join(missing)}), `results/{other}.json` stands in: "
+                     f"{theirs['gpu']}, each figure labelled with that GPU.")
+    return line
 
 
 def _stamp_line(stamps, gpu_slug: str) -> str:
@@ -151,7 +166,7 @@ def home_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
                     continue
                 entry = data["figures"].get(records.figure_key(number, fig.key))
                 if entry:
-                    cells.append(_figure_cell(fig, entry))
+                    cells.append(_figure_cell(fig, entry, data))
                     stamps.add((entry["triton"], entry["torch"].split("+")[0], entry["date"]))
             if not cells:
                 cells = [NOT_MEASURED if set(spec.targets) <= {"gfx950", "gfx942"} else "not recorded on a GPU yet"]

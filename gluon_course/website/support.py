@@ -35,7 +35,7 @@ GPU_CLASSES: dict[str, str] = {cls: GPU_NAMES[cls] for cls in
                                ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120", "gfx942", "gfx950")}
 # The class of each GPU the course has a recording of (``results/<slug>.json``); a recording of a GPU not listed
 # here is not claimed for any column.
-RECORDING_CLASS: dict[str, str] = {"nvidia-h200": "sm_90"}
+RECORDING_CLASS: dict[str, str] = {"nvidia-h200": "sm_90", "nvidia-h100-80gb-hbm3": "sm_90"}
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Support:
     host_model: bool
     gpu_checks: int
     figures: int
-    recorded: dict                     # GPU class -> the recorded GPU's name, for recordings of this lesson
+    recorded: dict                     # GPU class -> the names of the GPUs this lesson was recorded on (a tuple)
 
 
 # Which classes a lesson's GPU checks are written for: grading.classes, shared with the launchers' refusals.
@@ -66,15 +66,20 @@ def runs_host_model(key: str) -> bool:
     return key in HOST_MODEL_KEYS or key.endswith("_model")
 
 
+def _recording_order(gpu: str) -> tuple:
+    """The course's recording first, then the others by name."""
+    return (records.slug(gpu) != records.DEFAULT_RECORDING, gpu)
+
+
 def _recorded_classes(number: str) -> dict:
     found = {}
     for path in sorted(records.results_dir().glob("*.json")):
         cls = RECORDING_CLASS.get(path.stem)
         if cls is None:
             continue
-        data = records.load(path.stem)
+        data = records.load_file(path.stem)          # that GPU's own entries, not the ones standing in
         if any(key.startswith(f"{number}/") for key in data["figures"]):
-            found[cls] = data["gpu"] or path.stem
+            found[cls] = tuple(sorted(found.get(cls, ()) + (data["gpu"] or path.stem,), key=_recording_order))
     return found
 
 
@@ -167,11 +172,11 @@ def matrix_markdown(root: Path | None = None) -> str:
             lines.append(f"* **{cls}** ({GPU_CLASSES[cls]}): no lesson's GPU checks are written for it; the machine-code "
                          "checks run there as on any machine, and the course claims nothing more.")
             continue
-        recorded = [r.number for r in rows if cls in r.recorded]
-        gpus = sorted({r.recorded[cls] for r in rows if cls in r.recorded})
+        gpus = sorted({gpu for r in rows for gpu in r.recorded.get(cls, ())}, key=_recording_order)
+        where = " and ".join(f"on the {gpu} for lessons {_spans([r.number for r in rows if gpu in r.recorded.get(cls, ())])}"
+                             for gpu in gpus)
         lines.append(f"* **{cls}** ({GPU_CLASSES[cls]}): GPU checks and figures in lessons {_spans(declared)}"
-                     + (f"; recorded on the {' and the '.join(gpus)} for lessons {_spans(recorded)}" if recorded
-                        else "; none run by the course yet") + ".")
+                     + (f"; recorded {where}" if gpus else "; none run by the course yet") + ".")
     lines.append("")
 
     lines += turing_markdown(rows)
@@ -292,8 +297,8 @@ def facts_markdown(root: Path | None = None) -> str:
         gaps = the.solution_path.read_text(encoding="utf-8").count("### BEGIN SOLUTION")
         plants = load_plants(row.number)
         on_cpu = sum(not p.gpu for p in plants)
-        gpus = ", ".join(c + (f" (✓ {row.recorded[c].removeprefix('NVIDIA ')})" if c in row.recorded else "")
-                         for c in row.gpu_classes) or "—"
+        gpus = ", ".join(c + (f" (✓ {', '.join(g.removeprefix('NVIDIA ') for g in row.recorded[c])})"
+                              if c in row.recorded else "") for c in row.gpu_classes) or "—"
         lines.append(f"| {_lesson_cell(row)} | {f'{minutes} min' if minutes else '—'} | {gaps} | {row.machine_code}"
                      f"{', host model' if row.host_model else ''} | {on_cpu} of {len(plants)} | {gpus} |")
     return "\n".join(lines + [""])
