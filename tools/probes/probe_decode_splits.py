@@ -1,0 +1,120 @@
+"""Issue 42: where lesson 38's decode loses at one sequence. Its first recording (H100, 2026-12-05) read 0.65× cuDNN
+at 1 × 4 096 keys (32 splits of 128 keys) and 0.78 of the device copy at 1 × 32 768 (32 splits of 1 024), while from
+256 MiB of cache up it streams at the copy's speed. Its lab notes name the suspect: the combine, where the last program
+of a KV head reads every split's partial one after another, so that fewer splits shorten the combine and leave SMs
+idle. This probe times lesson 38's own DecodePlan at a range of split counts against SDPA's backends, every candidate
+in CUDA graphs replayed in turn (no host launch in the time), after checking each split count correct at that shape:
+
+    python tools/probes/probe_decode_splits.py OUT.json     GPU: a JSON and a table (about a minute)
+    python tools/probes/probe_decode_splits.py --plan       CPU: each shape's splits, chunks and programs
+
+The lesson's split rule is the row "rule"; the others pass ``splits=`` to DecodePlan, which rounds the chunk up to
+whole key blocks (so two requested counts can give one plan: the table shows the plan's own splits and chunk).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import torch
+
+from gluon_course import load_solution
+from gluon_course.nvidia import decode
+
+LESSON = load_solution("38")
+SHAPES = ((1, 4096), (1, 32768), (4, 8192))               # batch × keys: the shapes where one program per KV head is few
+SPLITS = (None, 2, 4, 8, 16, 32, 64)                      # None: the lesson's split rule
+WATCHDOG_S = 300
+
+
+def inputs(batch: int, L: int):
+    g = torch.Generator(device="cuda").manual_seed(2)
+    q = torch.randn(batch, decode.HQ, 1, decode.HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(batch, decode.HKV, L, decode.HEAD_DIM, device="cuda", generator=g).to(torch.bfloat16)
+            for _ in "kv")
+    return q, k, v, torch.full((batch,), L, dtype=torch.int32, device="cuda")
+
+
+def sweep(batch: int, L: int, copy_tbs: float) -> dict:
+    """Each split count's plan (checked first with decode.gpu_decode_problem at this shape) and SDPA's backends, in
+    CUDA graphs replayed in turn: µs and the cache's bytes over the time as a fraction of the copy's bandwidth."""
+    q, k, v, seq_lens = inputs(batch, L)
+    calls, plans, problems = {}, {}, {}
+    for s in SPLITS:
+        name = "rule" if s is None else f"splits={s}"
+        shape = (batch, decode.HQ, decode.HKV, L, (L,) * batch)
+        problem = decode.gpu_decode_problem(LESSON, shape, make_plan=lambda q_, k_, v_, n_, o_, s=s:
+                                            LESSON.DecodePlan(q_, k_, v_, n_, o_, splits=s))
+        if problem:
+            problems[name] = problem
+            continue
+        plan = LESSON.DecodePlan(q, k, v, seq_lens, splits=s)
+        plans[name] = {"splits": plan.splits, "chunk": plan.chunk}
+        calls[name] = plan.launch
+    library, refused = decode.sdpa_backends(q, k, v, False)
+    us, not_captured = decode.graphs_in_turn({**calls, **library})
+    nbytes = 2 * k.numel() * k.element_size()
+    return {"batch": batch, "L": L, "cache_bytes": nbytes, "plans": plans, "us": us,
+            "fraction_of_copy": {n: nbytes / (t * 1e-6) / 1e12 / copy_tbs for n, t in us.items()},
+            "incorrect": problems, "refused": {**refused, **not_captured}}
+
+
+def plan_report() -> str:
+    """CPU: the plan each split count gives at each shape (DecodePlan's own rounding), from the lesson's split rule."""
+    lines = ["| batch × L | asked | splits | chunk | programs |", "|---|---|---|---|---|"]
+    cfg_block = LESSON.DECODE_CONFIG["BLOCK_N"]
+    for batch, L in SHAPES:
+        for s in SPLITS:
+            if s is None:
+                splits, chunk = LESSON.split_rule(batch, decode.HKV, L, cfg_block, 132)
+            else:
+                chunk = -(-(-(-L // s)) // cfg_block) * cfg_block
+                splits = -(-L // chunk)
+            lines.append(f"| {batch} × {L} | {'rule' if s is None else s} | {splits} | {chunk} | "
+                         f"{splits * batch * decode.HKV} |")
+    return "\n".join(lines)
+
+
+def gpu_main(path: str) -> None:
+    import faulthandler
+    from datetime import datetime, timezone
+
+    import triton
+    from gluon_course.measure.timing import copy_ceiling_tbs
+
+    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
+    t0 = time.time()
+    found = {"what": "issue 42: lesson 38's decode at several split counts against SDPA's backends, in CUDA graphs",
+             "produced_by": {"probe": "tools/probes/probe_decode_splits.py",
+                             "command": "python tools/probes/probe_decode_splits.py OUT.json",
+                             "established_from": "the run's own output (the probe writes this field)"},
+             "gpu": torch.cuda.get_device_name(), "triton": triton.__version__, "torch": torch.__version__,
+             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "rows": []}
+    copy = copy_ceiling_tbs()
+    found["copy_tbs"] = copy
+    for batch, L in SHAPES:
+        found["rows"].append(sweep(batch, L, copy))
+        with open(path, "w") as fh:
+            json.dump(found, fh, indent=1)
+    found["seconds"] = round(time.time() - t0, 1)
+    with open(path, "w") as fh:
+        json.dump(found, fh, indent=1)
+    print(f"copy {copy:.2f} TB/s\n\n| batch × L | candidate | splits | chunk | µs | of the copy |\n|---|---|---|---|---|---|")
+    for row in found["rows"]:
+        for name, t in sorted(row["us"].items(), key=lambda kv: kv[1]):
+            plan = row["plans"].get(name, {})
+            print(f"| {row['batch']} × {row['L']} | {name} | {plan.get('splits', '')} | {plan.get('chunk', '')} | "
+                  f"{t:.1f} | {row['fraction_of_copy'][name]:.2f} |")
+        for name, why in row["incorrect"].items():
+            print(f"| {row['batch']} × {row['L']} | {name} | incorrect: {why} | | | |")
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args[:1] == ["--plan"]:
+        print(plan_report())
+    elif args and not args[0].startswith("-"):
+        gpu_main(args[0])
+    else:
+        print(__doc__)
