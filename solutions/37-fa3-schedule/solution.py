@@ -178,8 +178,9 @@ def pingpong_blocks(q_rows, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, 
                     CAUSAL: gl.constexpr, ME: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
     """Iterations ``first`` to ``last`` - 1 of consumer ME: iteration j takes the tensor cores' turn, issues block
     j+1's S and block j's P·V back to back, hands the turn over, retires S_{j+1} alone (depth 1), runs block j+1's
-    softmax (masked where ``MASKED``), then retires P·V j. On entry block ``first``'s P and alpha are in registers and
-    O is retired."""
+    softmax (masked where ``MASKED``), then retires P·V j. That is the source's order; in the sm_90 code ptxas moves
+    the softmax's exponentials below the wait that retires P·V j (attention.schedule_events reads the compiled order).
+    On entry block ``first``'s P and alpha are in registers and O is retired."""
     BLOCK_N: gl.constexpr = k_ring.shape[1]
     for j in range(first, last):
         slot = j % STAGES
