@@ -70,3 +70,33 @@ def test_the_model_rejects_each_planted_mistake(probe, index, capsys):
     plant = probe.PLANTS[index]
     assert probe.plant_verdicts([plant], computes=("wgmma",), show=print) is None, plant[0]
     assert "rejected" in capsys.readouterr().out
+
+
+# -- tools/probes/probe_decode_splits.py: the unrolled combine ----------------------------------------------------------
+
+SPLITS_PROBE = repo_root() / "tools" / "probes" / "probe_decode_splits.py"
+
+
+@pytest.fixture(scope="module")
+def splits_probe():
+    spec = importlib.util.spec_from_file_location("probe_decode_splits", SPLITS_PROBE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_unrolled_combine_passes_lesson_38s_checks(splits_probe, tmp_path):
+    """The variant is lesson 38's module with combine_splits' loops replaced, and it passes the lesson's host-model,
+    program-order and sm_90 checks."""
+    mod = splits_probe.unrolled_module(tmp_path)
+    assert "UNROLL" in (tmp_path / "decode_unrolled.py").read_text()
+    assert splits_probe.model_check(mod) is None
+
+
+def test_the_lessons_checks_reject_the_unrolled_combine_without_its_weights(splits_probe, tmp_path, monkeypatch):
+    """The same checks fail when the variant adds the splits' sums without bringing them to the common maximum: the
+    test above is not passing for want of running the variant."""
+    broken = splits_probe.UNROLLED_LOOPS.replace("acc = acc + w[:, None] * o_t", "acc = acc + o_t")
+    monkeypatch.setattr(splits_probe, "UNROLLED_LOOPS", broken)
+    said = splits_probe.model_check(splits_probe.unrolled_module(tmp_path))
+    assert said and "outside the bound" in said, said

@@ -10,6 +10,16 @@ in CUDA graphs replayed in turn (no host launch in the time), after checking eac
 
 The lesson's split rule is the row "rule"; the others pass ``splits=`` to DecodePlan, which rounds the chunk up to
 whole key blocks (so two requested counts can give one plan: the table shows the plan's own splits and chunk).
+
+A second variant, ``unrolled``, is the lesson's module with one change in ``combine_splits``: its two loops over the
+splits step by UNROLL = 8, with an unrolled inner loop whose loads are masked past ``used``. The lesson's loops load
+one split's partial, wait for it (from L2) and add it before the next load is issued: 2 · splits dependent trips. In
+the unrolled loops the 8 loads of a step do not depend on each other, so they can be in flight together. The splits
+are still added in split order 0, 1, … (the same determinism); a split past ``used`` adds weight 0.
+
+    python tools/probes/probe_decode_splits.py --model      CPU: the unrolled variant in the host model (the lesson's
+                                                            decode shapes, scores past exp2's range, two program orders)
+                                                            and its sm_90 compile facts (the lesson's own checks)
 """
 from __future__ import annotations
 
@@ -23,6 +33,68 @@ from gluon_course import load_solution
 from gluon_course.nvidia import decode
 
 LESSON = load_solution("38")
+
+# combine_splits' two loops, as the lesson writes them, and as the unrolled variant does.
+LESSON_LOOPS = """    for t in range(used):
+        m = gl.maximum(m, gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0,
+                                  cache_modifier=".cg"))
+    acc = gl.zeros([GROUP_P2, HEAD_DIM], gl.float32, layout=io_layout)
+    l_sum = gl.zeros([GROUP_P2], gl.float32, layout=gl.SliceLayout(1, io_layout))
+    for t in range(used):
+        m_t = gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0, cache_modifier=".cg")
+        l_t = gl.load(part_l_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0, cache_modifier=".cg")
+        o_t = gl.load(part_o_ptr + ((first + t) * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :],
+                      mask=valid[:, None], other=0.0, cache_modifier=".cg")
+        ### BEGIN SOLUTION: split t's sums brought to the common maximum, then added to acc and l_sum
+        w = gl.exp2(m_t - m)
+        acc = acc + w[:, None] * o_t
+        l_sum = l_sum + w * l_t
+        ### END SOLUTION
+"""
+UNROLLED_LOOPS = """    UNROLL: gl.constexpr = 8
+    for t0 in range(0, used, UNROLL):
+        for u in gl.static_range(UNROLL):
+            live = t0 + u < used
+            m_t = gl.load(part_m_ptr + (first + t0 + u) * GROUP + rows, mask=valid & live, other=0.0,
+                          cache_modifier=".cg")
+            m = gl.maximum(m, gl.where(live, m_t, float("-inf")))
+    acc = gl.zeros([GROUP_P2, HEAD_DIM], gl.float32, layout=io_layout)
+    l_sum = gl.zeros([GROUP_P2], gl.float32, layout=gl.SliceLayout(1, io_layout))
+    for t0 in range(0, used, UNROLL):
+        for u in gl.static_range(UNROLL):
+            t = t0 + u
+            live = t < used
+            m_t = gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid & live, other=0.0, cache_modifier=".cg")
+            l_t = gl.load(part_l_ptr + (first + t) * GROUP + rows, mask=valid & live, other=0.0, cache_modifier=".cg")
+            o_t = gl.load(part_o_ptr + ((first + t) * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :],
+                          mask=(valid & live)[:, None], other=0.0, cache_modifier=".cg")
+            w = gl.where(live, gl.exp2(m_t - m), 0.0)
+            acc = acc + w[:, None] * o_t
+            l_sum = l_sum + w * l_t
+"""
+
+
+def unrolled_module(directory=None):
+    """Lesson 38's solution with combine_splits' loops unrolled (UNROLLED_LOOPS), imported as a module of its own."""
+    import tempfile
+    from pathlib import Path
+
+    from gluon_course.course import lesson, load_module_file
+
+    text = lesson("38").solution_path.read_text()
+    if text.count(LESSON_LOOPS) != 1:
+        raise RuntimeError("lesson 38's combine_splits changed: update LESSON_LOOPS in this probe")
+    folder = Path(directory or tempfile.mkdtemp(prefix="decode-unrolled-"))
+    path = folder / "decode_unrolled.py"
+    path.write_text(text.replace(LESSON_LOOPS, UNROLLED_LOOPS))
+    return load_module_file(path, "decode_unrolled")
+
+
+def model_check(mod=None) -> str | None:
+    """CPU: the unrolled variant through lesson 38's own host-model and compile checks (decode shapes, scores past
+    exp2's range, the same bits with the programs in two orders, the sm_90 compile's facts at head dim 128 and 64)."""
+    mod = mod or unrolled_module()
+    return (decode.decode_model_check()(mod) or decode.order_check(mod) or decode.decode_facts_check()(mod))
 SHAPES = ((1, 4096), (1, 32768), (4, 8192))               # batch × keys: the shapes where one program per KV head is few
 SPLITS = (None, 2, 4, 8, 16, 32, 64)                      # None: the lesson's split rule
 WATCHDOG_S = 300
@@ -36,22 +108,24 @@ def inputs(batch: int, L: int):
     return q, k, v, torch.full((batch,), L, dtype=torch.int32, device="cuda")
 
 
-def sweep(batch: int, L: int, copy_tbs: float) -> dict:
-    """Each split count's plan (checked first with decode.gpu_decode_problem at this shape) and SDPA's backends, in
-    CUDA graphs replayed in turn: µs and the cache's bytes over the time as a fraction of the copy's bandwidth."""
+def sweep(batch: int, L: int, copy_tbs: float, variants: dict) -> dict:
+    """Each variant's plan at each split count (checked first with decode.gpu_decode_problem at this shape) and SDPA's
+    backends, in CUDA graphs replayed in turn: µs and the cache's bytes over the time as a fraction of the copy's
+    bandwidth."""
     q, k, v, seq_lens = inputs(batch, L)
     calls, plans, problems = {}, {}, {}
-    for s in SPLITS:
-        name = "rule" if s is None else f"splits={s}"
-        shape = (batch, decode.HQ, decode.HKV, L, (L,) * batch)
-        problem = decode.gpu_decode_problem(LESSON, shape, make_plan=lambda q_, k_, v_, n_, o_, s=s:
-                                            LESSON.DecodePlan(q_, k_, v_, n_, o_, splits=s))
-        if problem:
-            problems[name] = problem
-            continue
-        plan = LESSON.DecodePlan(q, k, v, seq_lens, splits=s)
-        plans[name] = {"splits": plan.splits, "chunk": plan.chunk}
-        calls[name] = plan.launch
+    for variant, mod in variants.items():
+        for s in SPLITS:
+            name = f"{variant} {'rule' if s is None else f'splits={s}'}"
+            shape = (batch, decode.HQ, decode.HKV, L, (L,) * batch)
+            problem = decode.gpu_decode_problem(mod, shape, make_plan=lambda q_, k_, v_, n_, o_, s=s, mod=mod:
+                                                mod.DecodePlan(q_, k_, v_, n_, o_, splits=s))
+            if problem:
+                problems[name] = problem
+                continue
+            plan = mod.DecodePlan(q, k, v, seq_lens, splits=s)
+            plans[name] = {"splits": plan.splits, "chunk": plan.chunk}
+            calls[name] = plan.launch
     library, refused = decode.sdpa_backends(q, k, v, False)
     us, not_captured = decode.graphs_in_turn({**calls, **library})
     nbytes = 2 * k.numel() * k.element_size()
@@ -85,7 +159,8 @@ def gpu_main(path: str) -> None:
 
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     t0 = time.time()
-    found = {"what": "issue 42: lesson 38's decode at several split counts against SDPA's backends, in CUDA graphs",
+    found = {"what": "issue 42: lesson 38's decode (and its unrolled combine) at several split counts against "
+                     "SDPA's backends, in CUDA graphs",
              "produced_by": {"probe": "tools/probes/probe_decode_splits.py",
                              "command": "python tools/probes/probe_decode_splits.py OUT.json",
                              "established_from": "the run's own output (the probe writes this field)"},
@@ -93,8 +168,9 @@ def gpu_main(path: str) -> None:
              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "rows": []}
     copy = copy_ceiling_tbs()
     found["copy_tbs"] = copy
+    variants = {"lesson": LESSON, "unrolled": unrolled_module()}
     for batch, L in SHAPES:
-        found["rows"].append(sweep(batch, L, copy))
+        found["rows"].append(sweep(batch, L, copy, variants))
         with open(path, "w") as fh:
             json.dump(found, fh, indent=1)
     found["seconds"] = round(time.time() - t0, 1)
@@ -114,6 +190,10 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     if args[:1] == ["--plan"]:
         print(plan_report())
+    elif args[:1] == ["--model"]:
+        t0 = time.time()
+        print(f"the unrolled combine: {model_check() or 'passes lesson 38’s host-model and compile checks'} "
+              f"({time.time() - t0:.0f} s)")
     elif args and not args[0].startswith("-"):
         gpu_main(args[0])
     else:
