@@ -71,3 +71,35 @@ def test_releases_that_are_not_mistakes_here_are_accepted(probe):
 def test_the_parametrized_plants_are_all_of_them(probe):
     """test_each_plant_is_rejected runs range(5): every plant of the list."""
     assert len(probe.PLANTS) == 5
+
+
+# -- tools/probes/probe_gqa_v4.py: lesson 37's v4 with grouped heads ----------------------------------------------------
+
+GQA_PROBE = repo_root() / "tools" / "probes" / "probe_gqa_v4.py"
+
+
+@pytest.fixture(scope="module")
+def gqa_probe():
+    spec = importlib.util.spec_from_file_location("probe_gqa_v4", GQA_PROBE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_v4_with_grouped_heads_passes_lesson_38s_prefill_check(gqa_probe, tmp_path):
+    """The variant (lesson 37's v4, its producer reading query head h's KV head) passes lesson 38's prefill check in
+    the host model and lesson 37's v4 compile checks with 32 query heads on 8 KV heads."""
+    assert gqa_probe.model_check(gqa_probe.variant_module(tmp_path)) is None
+
+
+def test_the_prefill_check_rejects_a_kv_head_that_ignores_the_batch(gqa_probe, tmp_path):
+    """The same check fails when the KV head is h // GROUP of the first sequence whatever the program's batch."""
+    text = gqa_probe.lesson("37").solution_path.read_text()
+    wrong = text.replace(gqa_probe.SIGNATURE, gqa_probe.SIGNATURE.replace(
+        "):", ", HQ: gl.constexpr = 1,\n                        GROUP: gl.constexpr = 1):")).replace(
+        gqa_probe.PRODUCER, gqa_probe.PRODUCER.replace("v_empty, gl.program_id(1), Sq, Sk,",
+                                                       "v_empty, (gl.program_id(1) % HQ) // GROUP, Sq, Sk,"))
+    path = tmp_path / "gqa_v4_wrong.py"
+    path.write_text(wrong + gqa_probe.LAUNCHER)
+    said = gqa_probe.model_check(gqa_probe.load_module_file(path, "gqa_v4_wrong"))
+    assert said and "outside the bound" in said, said
