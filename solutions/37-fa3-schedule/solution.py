@@ -187,7 +187,7 @@ def pingpong_blocks(q_rows, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, 
         nxt = (j + 1) % STAGES
         mbarrier.wait(k_ready.index(nxt), ((j + 1) // STAGES) & 1)
         k_next = k_ring.index(nxt).permute((1, 0))
-        ### BEGIN SOLUTION: wait for this consumer's turn at the tensor cores (its (j+1)-th turn: block 0's was the first)
+        ### BEGIN SOLUTION: wait for this consumer's turn at the tensor cores (turn number j + 1: block 0's S took turn 0)
         take_turn(my_turn, j + 1, ME)
         ### END SOLUTION
         s = warpgroup_mma(q_rows, k_next, gl.zeros([q_rows.shape[0], BLOCK_N], gl.float32, s_layout),
