@@ -106,7 +106,8 @@ def readme_table(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
                 cells.append(_figure_cell(fig, entry, data))
                 if entry:
                     recorded = True
-                    stamps.add((entry["triton"], entry["torch"].split("+")[0], entry["date"]))
+                    if not records.stood_in(entry, data):        # the stand-in GPU is named in its cell
+                        stamps.add((entry["triton"], entry["torch"].split("+")[0], entry["date"]))
         unmeasured = ("written; not measured: no AMD GPU was available" if set(spec.targets) <= {"gfx950", "gfx942"}
                       else "written; not recorded on a GPU yet")
         status = "; ".join(cells) if recorded else unmeasured
@@ -167,7 +168,8 @@ def home_markdown(gpu_slug: str = records.DEFAULT_RECORDING) -> str:
                 entry = data["figures"].get(records.figure_key(number, fig.key))
                 if entry:
                     cells.append(_figure_cell(fig, entry, data))
-                    stamps.add((entry["triton"], entry["torch"].split("+")[0], entry["date"]))
+                    if not records.stood_in(entry, data):        # the stand-in GPU is named in its cell
+                        stamps.add((entry["triton"], entry["torch"].split("+")[0], entry["date"]))
             if not cells:
                 cells = [NOT_MEASURED if set(spec.targets) <= {"gfx950", "gfx942"} else "not recorded on a GPU yet"]
             lines.append(f"| {number} | {title} | {spec.teaches} | {'; '.join(cells)} |")
