@@ -72,7 +72,7 @@ def test_the_model_rejects_each_planted_mistake(probe, index, capsys):
     assert "rejected" in capsys.readouterr().out
 
 
-# -- tools/probes/probe_decode_splits.py: the unrolled combine ----------------------------------------------------------
+# -- tools/probes/probe_decode_splits.py: the combine one split a trip (the lesson's first version) ------------
 
 SPLITS_PROBE = repo_root() / "tools" / "probes" / "probe_decode_splits.py"
 
@@ -85,18 +85,19 @@ def splits_probe():
     return module
 
 
-def test_the_unrolled_combine_passes_lesson_38s_checks(splits_probe, tmp_path):
+def test_the_one_at_a_time_combine_passes_lesson_38s_checks(splits_probe, tmp_path):
     """The variant is lesson 38's module with combine_splits' loops replaced, and it passes the lesson's host-model,
     program-order and sm_90 checks."""
-    mod = splits_probe.unrolled_module(tmp_path)
-    assert "UNROLL" in (tmp_path / "decode_unrolled.py").read_text()
+    mod = splits_probe.one_at_a_time_module(tmp_path)
+    text = (tmp_path / "decode_one_at_a_time.py").read_text()
+    assert "for t in range(used):" in text and "for t0 in range(0, used, UNROLL)" not in text
     assert splits_probe.model_check(mod) is None
 
 
-def test_the_lessons_checks_reject_the_unrolled_combine_without_its_weights(splits_probe, tmp_path, monkeypatch):
+def test_the_lessons_checks_reject_the_variant_without_its_weights(splits_probe, tmp_path, monkeypatch):
     """The same checks fail when the variant adds the splits' sums without bringing them to the common maximum: the
     test above is not passing for want of running the variant."""
-    broken = splits_probe.UNROLLED_LOOPS.replace("acc = acc + w[:, None] * o_t", "acc = acc + o_t")
-    monkeypatch.setattr(splits_probe, "UNROLLED_LOOPS", broken)
-    said = splits_probe.model_check(splits_probe.unrolled_module(tmp_path))
+    broken = splits_probe.ONE_AT_A_TIME_LOOPS.replace("acc = acc + w[:, None] * o_t", "acc = acc + o_t")
+    monkeypatch.setattr(splits_probe, "ONE_AT_A_TIME_LOOPS", broken)
+    said = splits_probe.model_check(splits_probe.one_at_a_time_module(tmp_path))
     assert said and "outside the bound" in said, said

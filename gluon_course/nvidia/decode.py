@@ -32,10 +32,10 @@ from . import attention
 CHILD_LIMIT_S = 300
 MODEL_HEAD_DIM = 64
 MODEL_SMS = 6
-# The prefill in the model at lesson 36's model tile (64 queries, keys in blocks of 32, 2 slots). (batch, Hq, Hkv, Sq,
-# Sk): ratio 4 with 2 KV heads, one query and one key, ratio 2 over two sequences with tails past every block, Sq ≠ Sk
-# both ways.
-PREFILL_MODEL_CFG = attention.MODEL_CFGS["v2"]
+# The prefill in the model at lesson 37's model tile for v4 (128 queries, two consumers of 64, keys in blocks of 32,
+# 2 slots). (batch, Hq, Hkv, Sq, Sk): ratio 4 with 2 KV heads, one query and one key, ratio 2 over two sequences with
+# tails past every block, Sq ≠ Sk both ways.
+PREFILL_MODEL_CFG = attention.FA3_MODEL_CFGS["v4"]
 PREFILL_MODEL_SHAPES = ((1, 8, 2, 17, 17), (1, 2, 2, 1, 1), (2, 4, 2, 100, 100), (1, 8, 2, 17, 100),
                         (2, 4, 1, 100, 17))
 # Keys in blocks of 16 on 4 warps, the ring as deep as the launcher's (DECODE_CONFIG's STAGES, decode_model_cfg): a
@@ -250,11 +250,10 @@ TIMED = ((1, 4096), (1, 32768), (16, 4096), (16, 32768), (64, 8192))
 
 def split_rule_problem(mod) -> str | None:
     """The lesson's split_rule at the issue's decode shapes (and at odd lengths): chunks a whole number of key blocks
-    that cover the cache once; the programs (splits × batch × KV heads) fill at most one round of the GPU's resident
-    slots (132 SMs × PROGRAMS_PER_SM), and more than half of it unless a chunk is down to its two blocks or one split
-    already fills it."""
+    that cover the cache once; the programs (splits × batch × KV heads) at most one an SM (132), and more than half
+    the SMs unless a chunk is down to its two blocks or one split already fills them."""
     block = mod.DECODE_CONFIG["BLOCK_N"]
-    slots = mod.SMS * mod.PROGRAMS_PER_SM
+    slots = mod.SMS
     for batch, L in TIMED + ((1, 1), (3, 100), (2, 5000), (1, 100000)):
         splits, chunk = mod.split_rule(batch, HKV, L, block)
         programs = splits * batch * HKV
@@ -263,10 +262,10 @@ def split_rule_problem(mod) -> str | None:
             return (f"{where}, which is not a whole number of {block}-key blocks covering the {L} keys once (the "
                     "last split holds the remainder)")
         if programs > slots and splits > 1:
-            return (f"{where}: {programs} programs, more than the {slots} the GPU holds at once ({mod.SMS} SMs × "
-                    f"{mod.PROGRAMS_PER_SM}): a second, partial round of programs")
+            return (f"{where}: {programs} programs, more than one on each of the {slots} SMs: more splits, each a "
+                    "partial for the combine to read, where one program an SM already streams the cache")
         if programs <= slots // 2 and chunk > 2 * block:
-            return (f"{where}: {programs} programs leave more than half of the GPU's {slots} slots idle while each "
+            return (f"{where}: {programs} programs leave more than half of the GPU's {slots} SMs idle while each "
                     "program's chunk could still be cut")
     return None
 
@@ -448,7 +447,7 @@ def prefill_compiled(mod, head_dim: int = HEAD_DIM, causal: bool = True):
                                       gl.NVMMASharedLayout.get_default_for([rows, head_dim], gl.bfloat16))
     signature = {"q_desc": desc(cfg["BLOCK_M"]), "k_desc": desc(cfg["BLOCK_N"]), "v_desc": desc(cfg["BLOCK_N"]),
                  "o_ptr": "*bf16", "Sq": "i32", "Sk": "i32", "qk_scale": "fp32"}
-    constexprs = {**mod.lesson36.constexprs("v2", cfg, head_dim, causal), "HQ": HQ, "GROUP": HQ // HKV}
+    constexprs = mod.prefill_constexprs(cfg, head_dim, causal, HQ, HQ // HKV)
     return compile_cached(mod.gqa_prefill_kernel, "sm_90", signature=signature, constexprs=constexprs,
                           aligned=("o_ptr",), num_warps=cfg["num_warps"])
 
@@ -502,8 +501,8 @@ def decode_facts(mod, head_dim: int = HEAD_DIM, group: int = HQ // HKV) -> dict:
 
 
 def decode_facts_problem(mod, f: dict, head_dim: int = HEAD_DIM) -> str | None:
-    """What the lesson asserts of its decode compile: it fits PROGRAMS_PER_SM programs an SM (split_rule counts on
-    them) with no spills; one key loop, whose K and V come as two TMA copies a block with no global load; S and P·V on
+    """What the lesson asserts of its decode compile: it fits PROGRAMS_PER_SM programs an SM (from batch 32, more
+    programs than SMs, a second program waits in each) with no spills; one key loop, whose K and V come as two TMA copies a block with no global load; S and P·V on
     mma.sync and nothing else; one MUFU.EX2 a score a thread holds and one a row (the rescale); a combine that reads
     the partials from L2."""
     from ..grading.gemm_kernel import fits
@@ -514,7 +513,7 @@ def decode_facts_problem(mod, f: dict, head_dim: int = HEAD_DIM) -> str | None:
     if problem:
         return f"{where}: {problem}"
     if f["programs_per_sm"] < mod.PROGRAMS_PER_SM:
-        return (f"{where}: {f['programs_per_sm']} program(s) an SM where split_rule counts on {mod.PROGRAMS_PER_SM} "
+        return (f"{where}: {f['programs_per_sm']} program(s) an SM where the lesson counts on {mod.PROGRAMS_PER_SM} "
                 f"({f['shared_bytes']} bytes of shared memory, {f['registers']} registers a thread)")
     if f["key_loops"] != 1:
         return f"{where}: {f['key_loops']} loops hold TMA copies and exponentials, where the kernel has one key loop"
@@ -562,15 +561,32 @@ def decode_facts_check(head_dims=(128, 64)):
     return check
 
 
+class _PrefillAsV4:
+    """Lesson 38's prefill seen as lesson 37's v4 (KERNELS, CONFIGS, constexprs), 32 query heads on 8, so that lesson
+    37's compile facts (attention.fa3_facts) read it."""
+
+    def __init__(self, mod):
+        self.KERNELS = {"v4": mod.gqa_prefill_kernel}
+        self.CONFIGS = {"v4": mod.PREFILL_CONFIG}
+        self._constexprs = mod.prefill_constexprs
+
+    def constexprs(self, version, cfg, head_dim, causal):
+        return self._constexprs(cfg, head_dim, causal, HQ, HQ // HKV)
+
+
 def prefill_facts_check(mod):
-    """lesson 36's facts (attention.facts_problem) on the GQA prefill kernel, causal, head dim 128: two key loops,
-    S from shared memory and P·V with P from registers, one exponential a score and a row, no conversion through
-    shared memory, masks only in the masked loop."""
-    cfg = mod.PREFILL_CONFIG
-    k = prefill_compiled(mod)
-    f = {"name": "the GQA prefill", "head_dim": HEAD_DIM, "causal": True, "compiled": k,
-         "loops": [attention.loop_facts(k, a, b, cfg, HEAD_DIM) for a, b in attention.key_loops(k)]}
-    return attention.facts_problem(f, cfg)
+    """Lesson 37's facts of v4 (attention.fa3_facts_problem: fit, lesson 36's per-loop facts, the turn, the register
+    split) on the GQA prefill kernel, causal, head dim 128: grouped heads change which rows the producer copies and
+    nothing in the consumers' code."""
+    return attention.fa3_facts_problem(prefill_facts(mod), mod.PREFILL_CONFIG, ("fit", "lesson36", "turn", "split"))
+
+
+def prefill_facts(mod, head_dim: int = HEAD_DIM, causal: bool = True) -> dict:
+    """attention.fa3_facts of the lesson's GQA prefill, 32 query heads on 8 (its key loops per consumer, registers,
+    USETMAXREG, the turn's waits and passes)."""
+    f = attention.fa3_facts(_PrefillAsV4(mod), "v4", head_dim, causal, True)
+    f["name"] = "the GQA prefill"
+    return f
 
 
 # -- on a GPU -----------------------------------------------------------------------------------------------------------
@@ -875,7 +891,7 @@ def block_decode_measure():
 
 # -- the picture ------------------------------------------------------------------------------------------------------
 
-def split_picture(mod, L: int = 1000, seq_len: int = 700, batch: int = 1, kv_heads: int = 2, sms: int = 4):
+def split_picture(mod, L: int = 1000, seq_len: int = 700, batch: int = 1, kv_heads: int = 2, sms: int = 8):
     """One KV head's cache of L keys cut by the lesson's split_rule (on a GPU of ``sms`` SMs, ``batch`` × ``kv_heads``
     KV heads): each split a program, its key blocks drawn, the keys past ``seq_len`` grey (never read); below, the
     combine adding the used splits' partials in split order."""
@@ -908,7 +924,7 @@ def split_picture(mod, L: int = 1000, seq_len: int = 700, batch: int = 1, kv_hea
     ax.set_ylim(0, 2.8)
     ax.set_yticks([])
     ax.set_xlabel(f"key (the cache holds {L}; blocks of {block}; grey: past the sequence, never read)")
-    ax.set_title(f"One KV head: {splits} splits of {chunk} keys ({batch} × {kv_heads} KV heads on {sms} SMs × "
-                 f"{mod.PROGRAMS_PER_SM})", fontsize=10)
+    ax.set_title(f"One KV head: {splits} splits of {chunk} keys ({batch} × {kv_heads} KV heads on {sms} SMs, one "
+                 "program an SM)", fontsize=10)
     fig.tight_layout()
     plt.show()

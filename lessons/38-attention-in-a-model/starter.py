@@ -7,8 +7,8 @@ A model's attention differs from lesson 36's in two ways. Its key/value heads ar
 GROUP = 4 query heads), and most of its calls are **decode**: one new query a sequence against every key the sequence
 has cached so far.
 
-- ``gqa_prefill_kernel``: lesson 36's v2 as it is (its consumers, its producer warp), with K and V read from the KV
-  head of the program's query head (``kv_head_of``).
+- ``gqa_prefill_kernel``: lesson 37's v4 as it is (two consumer warpgroups taking turns at the tensor cores, one
+  producer warp), with K and V read from the KV head of the program's query head (``kv_head_of``).
 - ``decode_kernel``: one program per (split of the keys, KV head): the GROUP query rows of that KV head against its
   chunk of the cache, K and V through a TMA ring, lesson 36's online softmax on mma.sync; each program writes its
   partial (unnormalized O, running max m and sum l) to a scratch and counts itself at its KV head's counter, and the
@@ -29,9 +29,10 @@ from gluon_course.course import load_solution
 from gluon_course.nvidia.hopper import require_hopper
 from gluon_course.validate import require_separate_output
 
-# Lesson 36's device functions, used as they are: v2's consumers and producer, the online softmax.
+# Lesson 37's v4 (its consumers, lesson 36's producer) for the prefill; lesson 36's online softmax for the decode.
 lesson36 = load_solution("36")
-v2_mma_partition, v2_load_partition = lesson36.v2_mma_partition, lesson36.v2_load_partition
+lesson37 = load_solution("37")
+v4_consumer, load_partition = lesson37.v4_consumer, lesson37.load_partition
 online_softmax = lesson36.online_softmax
 LOG2E = lesson36.LOG2E
 SMS = 132                   # the H100's and H200's SMs, where no GPU is there to ask
@@ -52,10 +53,12 @@ def kv_head_of(bh, HQ: gl.constexpr, GROUP: gl.constexpr):
 
 @gluon.jit
 def gqa_prefill_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL: gl.constexpr, s_layout: gl.constexpr,
-                       o_layout: gl.constexpr, STAGES: gl.constexpr, LOAD_REGS: gl.constexpr, HQ: gl.constexpr,
-                       GROUP: gl.constexpr):
-    """Lesson 36's v2 with grouped heads: its consumers unchanged (Q and O are the query head's), its producer given
-    the KV head to copy K and V from."""
+                       o_layout: gl.constexpr, STAGES: gl.constexpr, LOAD_REGS: gl.constexpr,
+                       MMA_REGS: gl.constexpr, HQ: gl.constexpr, GROUP: gl.constexpr):
+    """Lesson 37's v4 with grouped heads: its two consumers unchanged (Q and O are the query head's), its producer
+    given the KV head to copy K and V from."""
+    TILE_M: gl.constexpr = q_desc.block_shape[0]
+    ROWS: gl.constexpr = TILE_M // 2
     q_smem = gl.allocate_shared_memory(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
     k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
     v_ring = gl.allocate_shared_memory(v_desc.dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
@@ -64,29 +67,43 @@ def gqa_prefill_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL: 
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)       # both consumers release each slot
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(v_empty.index(i), count=1)
+        mbarrier.init(v_empty.index(i), count=2)
+    for c in gl.static_range(2):
+        mbarrier.init(turn.index(c), count=1)
     kv_bh = kv_head_of(gl.program_id(1), HQ, GROUP)
     gl.warp_specialize([
-        (v2_mma_partition, (q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty, o_ptr, Sq, Sk,
-                            qk_scale, CAUSAL, STAGES, s_layout, o_layout)),
-        (v2_load_partition, (q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready,
-                             v_empty, kv_bh, Sq, Sk, CAUSAL, STAGES)),
-    ], [1], [LOAD_REGS])
+        (v4_consumer, (0, q_smem.slice(0, ROWS), k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty,
+                       turn.index(0), turn.index(1), o_ptr, Sq, Sk, qk_scale, CAUSAL, STAGES, TILE_M, s_layout,
+                       o_layout)),
+        (v4_consumer, (1, q_smem.slice(ROWS, ROWS), k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty,
+                       turn.index(1), turn.index(0), o_ptr, Sq, Sk, qk_scale, CAUSAL, STAGES, TILE_M, s_layout,
+                       o_layout)),
+        (load_partition, (q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready,
+                          v_empty, kv_bh, Sq, Sk, CAUSAL, STAGES)),
+    ], [4, 1], [MMA_REGS, LOAD_REGS])
     mbarrier.invalidate(q_bar)
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(k_ready.index(i))
         mbarrier.invalidate(k_empty.index(i))
         mbarrier.invalidate(v_ready.index(i))
         mbarrier.invalidate(v_empty.index(i))
+    for c in gl.static_range(2):
+        mbarrier.invalidate(turn.index(c))
 
 
-PREFILL_CONFIG = lesson36.CONFIGS["v2"]
+PREFILL_CONFIG = lesson37.CONFIGS["v4"]
 HEAD_DIMS = lesson36.HEAD_DIMS
+
+
+def prefill_constexprs(cfg: dict, head_dim: int, causal: bool, hq: int, group: int) -> dict:
+    """The prefill kernel's constexprs besides its descriptors: lesson 37's for v4, and the heads' grouping."""
+    return {**lesson37.constexprs("v4", cfg, head_dim, causal), "HQ": hq, "GROUP": group}
 
 
 def require_bf16_4d(**tensors) -> None:
@@ -142,7 +159,7 @@ def prefill_prepared(q, k, v, causal: bool = True, out=None, sm_scale: float | N
                                             gl.NVMMASharedLayout.get_default_for([rows, D], gl.bfloat16))
     grid = (triton.cdiv(Sq, cfg["BLOCK_M"]), B * Hq)
     args = (desc(q, cfg["BLOCK_M"]), desc(k, cfg["BLOCK_N"]), desc(v, cfg["BLOCK_N"]), out, Sq, Sk, sm_scale * LOG2E)
-    kwargs = {**lesson36.constexprs("v2", cfg, D, causal), "HQ": Hq, "GROUP": group, "num_warps": cfg["num_warps"]}
+    kwargs = {**prefill_constexprs(cfg, D, causal, Hq, group), "num_warps": cfg["num_warps"]}
 
     def launch():
         gqa_prefill_kernel[grid](*args, **kwargs)
@@ -212,24 +229,37 @@ def combine_splits(part_o_ptr, part_m_ptr, part_l_ptr, o_ptr, kv_head, used, spl
                    GROUP_P2: gl.constexpr, HEAD_DIM: gl.constexpr, io_layout: gl.constexpr):
     """O of KV head ``kv_head``'s GROUP query heads from its first ``used`` splits (those that held keys): m the
     largest m_s, then O = Σ 2^(m_s − m)·O_s / Σ 2^(m_s − m)·l_s, the splits added in order 0, 1, …, used − 1 whichever
-    program runs this. The loads are .cg (from L2): the other programs' partials were never in this SM's L1."""
+    program runs this. The loads are .cg (from L2): the other programs' partials were never in this SM's L1.
+
+    Both loops go UNROLL splits at a time: the UNROLL loads of a step do not depend on one another, so they are in
+    flight together, where a loop of one split a trip waits for each load (an L2 round trip) before it issues the
+    next. A split past ``used`` loads nothing and weighs 0: the sums are still added in split order."""
+    UNROLL: gl.constexpr = 8
     rows = gl.arange(0, GROUP_P2, layout=gl.SliceLayout(1, io_layout))
     cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, io_layout))
     valid = rows < GROUP
     first = kv_head * splits
     m = gl.full([GROUP_P2], float("-inf"), gl.float32, layout=gl.SliceLayout(1, io_layout))
-    for t in range(used):
-        m = gl.maximum(m, gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0,
-                                  cache_modifier=".cg"))
+    for t0 in range(0, used, UNROLL):
+        for u in gl.static_range(UNROLL):
+            live = t0 + u < used
+            m_t = gl.load(part_m_ptr + (first + t0 + u) * GROUP + rows, mask=valid & live, other=0.0,
+                          cache_modifier=".cg")
+            m = gl.maximum(m, gl.where(live, m_t, float("-inf")))
     acc = gl.zeros([GROUP_P2, HEAD_DIM], gl.float32, layout=io_layout)
     l_sum = gl.zeros([GROUP_P2], gl.float32, layout=gl.SliceLayout(1, io_layout))
-    for t in range(used):
-        m_t = gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0, cache_modifier=".cg")
-        l_t = gl.load(part_l_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0, cache_modifier=".cg")
-        o_t = gl.load(part_o_ptr + ((first + t) * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :],
-                      mask=valid[:, None], other=0.0, cache_modifier=".cg")
-        # TODO gap 2: split t's sums brought to the common maximum, then added to acc and l_sum
-        gl.static_assert(False, "lesson 38, gap 2 not yet implemented: split t's sums brought to the common maximum, then added to acc and l_sum")
+    for t0 in range(0, used, UNROLL):
+        for u in gl.static_range(UNROLL):
+            t = t0 + u
+            in_use = t < used
+            m_t = gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid & in_use, other=0.0,
+                          cache_modifier=".cg")
+            l_t = gl.load(part_l_ptr + (first + t) * GROUP + rows, mask=valid & in_use, other=0.0,
+                          cache_modifier=".cg")
+            o_t = gl.load(part_o_ptr + ((first + t) * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :],
+                          mask=(valid & in_use)[:, None], other=0.0, cache_modifier=".cg")
+            # TODO gap 2: split t's sums brought to the common maximum (weight 0 past used), added to acc, l_sum
+            gl.static_assert(False, "lesson 38, gap 2 not yet implemented: split t's sums brought to the common maximum (weight 0 past used), added to acc, l_sum")
     out = acc / l_sum[:, None]
     # O rounded once, to O's own type (bf16; fp32 for a check that reads every bit of the sums).
     gl.store(o_ptr + (kv_head * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :], out.to(o_ptr.dtype.element_ty),
@@ -296,11 +326,12 @@ def decode_kernel(q_ptr, k_desc, v_desc, o_ptr, seq_lens_ptr, part_o_ptr, part_m
         gl.atomic_xchg(arrivals_ptr + kv_head, 0, sem="relaxed", scope="gpu")
 
 
-# Keys in blocks of 64, three slots of K and V (96 KiB at head dim 128: two programs an SM), 4 warps side by side along
-# the keys (S) and the head dim (O); mma.sync's 16 rows hold up to 16 query heads a KV head.
+# Keys in blocks of 64, three slots of K and V (96 KiB at head dim 128: two programs fit an SM), 4 warps side by side
+# along the keys (S) and the head dim (O); mma.sync's 16 rows hold up to 16 query heads a KV head.
 DECODE_CONFIG = {"BLOCK_N": 64, "STAGES": 3, "num_warps": 4}
 QROWS = 16
-PROGRAMS_PER_SM = 2         # at DECODE_CONFIG: 2 × 48 KiB of ring a program at head dim 128, 228 KiB an SM
+PROGRAMS_PER_SM = 2         # what fits at DECODE_CONFIG: 2 × 96 KiB of ring at head dim 128, 228 KiB an SM
+SPLIT_PROGRAMS_PER_SM = 1   # what the split rule aims at: one program an SM (section 5 says why)
 
 
 def decode_constexprs(group: int, cfg: dict) -> dict:
@@ -310,12 +341,11 @@ def decode_constexprs(group: int, cfg: dict) -> dict:
             "io_layout": gl.BlockedLayout([1, 4], [1, 32], [nw, 1], [1, 0])}
 
 
-def split_rule(batch: int, kv_heads: int, L: int, block_n: int, sms: int = SMS, per_sm: int = PROGRAMS_PER_SM,
-               min_blocks: int = 2) -> tuple[int, int]:
-    """(splits, chunk): as many splits as fill the GPU's resident program slots (sms · per_sm) once with
-    batch·kv_heads programs a split (more would start a second, partial round; fewer leave slots idle), none shorter
-    than ``min_blocks`` key blocks; the chunk a whole number of key blocks, so that only a sequence's last block is
-    partial."""
+def split_rule(batch: int, kv_heads: int, L: int, block_n: int, sms: int = SMS,
+               per_sm: int = SPLIT_PROGRAMS_PER_SM, min_blocks: int = 2) -> tuple[int, int]:
+    """(splits, chunk): as many splits as give each SM ``per_sm`` programs once, with batch·kv_heads programs a split
+    (more would start a second, partial round; fewer leave SMs idle), none shorter than ``min_blocks`` key blocks;
+    the chunk a whole number of key blocks, so that only a sequence's last block is partial."""
     heads = batch * kv_heads
     wanted = max(1, min((sms * per_sm) // heads, -(-L // (min_blocks * block_n))))
     chunk = -(-(-(-L // wanted)) // block_n) * block_n

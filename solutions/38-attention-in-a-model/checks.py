@@ -1,7 +1,7 @@
 """Lesson 38's checks: the GQA prefill and the split-KV decode through their launchers in the host model (odd lengths,
 GQA ratios, a single key, one to many splits, two calls on one plan, the combine's bits in two program orders, NaN-
 poisoned outputs) against fp64; the split rule and the launchers' refusals; the block's decode step on a small block;
-the sm_90 machine code of the decode (mma.sync, TMA, the combine from L2) and of the prefill (lesson 36's facts); on a
+the sm_90 machine code of the decode (mma.sync, TMA, the combine from L2) and of the prefill (lesson 37's facts of v4); on a
 GPU, correctness on odd shapes, compute-sanitizer, and the figures against PyTorch's SDPA backends."""
 from gluon_course.grading import Check, CourseTarget, Expectation, Figure, LessonChecks
 from gluon_course.nvidia import decode
@@ -20,7 +20,7 @@ DECODE_TIMING = ("decode, one query a sequence, 32 query heads on 8 KV heads of 
 CHECKS = LessonChecks(
     targets=("sm_90",),
     teaches="attention as a model calls it: grouped-query heads (a KV head shared by its group of query heads) on "
-            "lesson 36's kernel, and decode over a KV cache split along the keys across programs, the partial "
+            "lesson 37's kernel, and decode over a KV cache split along the keys across programs, the partial "
             "softmaxes combined in a fixed order by the last program to arrive",
     machine_code=[
         Check("prefill_model", "the GQA prefill through its launcher in the host model (no GPU): 32 query heads on 8 "
@@ -36,8 +36,8 @@ CHECKS = LessonChecks(
               "(another program arrives last and combines): O, kept in fp32, the same to the bit",
               decode.order_check),
         Check("split_rule", "the split rule at the issue's decode shapes and odd lengths: chunks of whole key blocks "
-              "covering the cache once, programs filling the GPU's resident slots (132 SMs × 2) once at most and at "
-              "least half of them while a chunk can still be cut", decode.split_rule_problem),
+              "covering the cache once, one program an SM (132) at most and on at least half of them while a chunk "
+              "can still be cut", decode.split_rule_problem),
         Check("refusals", "the launchers refuse, with sentences and before any GPU is touched: fp16, a transposed "
               "cache, head dim 96, 8 query heads on 3 KV heads, a sequence of 0 keys or past the cache, int64 "
               "lengths, two queries a sequence, an output sharing memory with an input", decode.refusals_problem),
@@ -50,9 +50,9 @@ CHECKS = LessonChecks(
               "S and P·V on mma.sync (HMMA) only; one MUFU.EX2 a score a thread holds and one a row; every load of "
               "the combine from L2",
               decode.decode_facts_check(), target="sm_90"),
-        Check("prefill_sm_90", "sm_90, the GQA prefill (causal, head dim 128): lesson 36's facts hold — two key "
-              "loops, S from shared memory and P·V with P from registers, one exponential a score and a row, no "
-              "conversion through shared memory, masks only in the masked loop", decode.prefill_facts_check,
+        Check("prefill_sm_90", "sm_90, the GQA prefill (causal, head dim 128): lesson 37's facts of v4 hold — no "
+              "spill, two key loops a consumer with lesson 36's facts in each, one take and one pass of the tensor "
+              "cores' turn a loop, the producer's registers given to the consumers", decode.prefill_facts_check,
               target="sm_90"),
     ],
     correctness=[
@@ -72,8 +72,8 @@ CHECKS = LessonChecks(
         Figure("gqa_prefill", "GQA prefill over the best SDPA backend", decode.prefill_measure(),
                Expectation(0.4, 1.2, "the best SDPA backend", "causal prefill, 16 384 tokens × 32 query heads on 8 KV "
                            "heads of 128 at S = 4k and 16k, TFLOPS at 2·B·H·S²·D; launches interleaved, 9 rounds, "
-                           "medians, the geomean of the two ratios; lesson 36's v2 read 0.61–0.78× cuDNN without "
-                           f"grouped heads on the same GPU; {PROVISIONAL}", unit="× best SDPA")),
+                           "medians, the geomean of the two ratios; lesson 37's v4 read 0.98–1.07× cuDNN from 4k "
+                           f"tokens without grouped heads on an H100; {PROVISIONAL}", unit="× best SDPA")),
         Figure("block_decode", "block decode step over the block with SDPA", decode.block_decode_measure(),
                Expectation(0.8, 1.5, "the block with SDPA", "lesson 32's block (hidden 4096, 32 query heads on 8 KV "
                            "heads, MLP 14 336) stepping one token at batch 16 over 4 097 cached keys, its attention by "

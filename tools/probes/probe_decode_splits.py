@@ -1,25 +1,24 @@
 """Issue 42: where lesson 38's decode loses at one sequence. Its first recording (H100, 2026-12-05) read 0.65× cuDNN
 at 1 × 4 096 keys (32 splits of 128 keys) and 0.78 of the device copy at 1 × 32 768 (32 splits of 1 024), while from
-256 MiB of cache up it streams at the copy's speed. Its lab notes name the suspect: the combine, where the last program
-of a KV head reads every split's partial one after another, so that fewer splits shorten the combine and leave SMs
-idle. This probe times lesson 38's own DecodePlan at a range of split counts against SDPA's backends, every candidate
-in CUDA graphs replayed in turn (no host launch in the time), after checking each split count correct at that shape:
+256 MiB of cache up it streamed at the copy's speed. This probe times lesson 38's own DecodePlan at a range of split
+counts against SDPA's backends, every candidate in CUDA graphs replayed in turn (no host launch in the time), after
+checking each split count correct at that shape:
 
-    python tools/probes/probe_decode_splits.py OUT.json     GPU: a JSON and a table (about a minute)
+    python tools/probes/probe_decode_splits.py OUT.json     GPU: a JSON and a table (about two minutes)
     python tools/probes/probe_decode_splits.py --plan       CPU: each shape's splits, chunks and programs
 
 The lesson's split rule is the row "rule"; the others pass ``splits=`` to DecodePlan, which rounds the chunk up to
 whole key blocks (so two requested counts can give one plan: the table shows the plan's own splits and chunk).
 
-A second variant, ``unrolled``, is the lesson's module with one change in ``combine_splits``: its two loops over the
-splits step by UNROLL = 8, with an unrolled inner loop whose loads are masked past ``used``. The lesson's loops load
-one split's partial, wait for it (from L2) and add it before the next load is issued: 2 · splits dependent trips. In
-the unrolled loops the 8 loads of a step do not depend on each other, so they can be in flight together. The splits
-are still added in split order 0, 1, … (the same determinism); a split past ``used`` adds weight 0.
+Its first run (H100, 2026-12-05, results/trials/nvidia-h100-2026-12-05-decode-splits.json) timed a variant whose
+combine loops went 8 splits a step, and found the best split count one program an SM at each of its three shapes;
+the lesson took both (its split rule now aims at one program an SM, its combine unrolled). The variant is now the
+other way round, ``one_at_a_time``: the lesson's module with ``combine_splits``' loops as they were, one split a trip,
+where each partial's load is waited for (an L2 round trip) before the next is issued: 2 · splits dependent trips.
 
-    python tools/probes/probe_decode_splits.py --model      CPU: the unrolled variant in the host model (the lesson's
-                                                            decode shapes, scores past exp2's range, two program orders)
-                                                            and its sm_90 compile facts (the lesson's own checks)
+    python tools/probes/probe_decode_splits.py --model      CPU: the one-at-a-time variant in the host model (the
+                                                            lesson's decode shapes, scores past exp2's range, two
+                                                            program orders) and its sm_90 compile facts
 """
 from __future__ import annotations
 
@@ -34,8 +33,33 @@ from gluon_course.nvidia import decode
 
 LESSON = load_solution("38")
 
-# combine_splits' two loops, as the lesson writes them, and as the unrolled variant does.
-LESSON_LOOPS = """    for t in range(used):
+# combine_splits' two loops: as the lesson writes them (8 splits a step), and as its first version did (one
+# split a trip, each load waited for before the next is issued).
+LESSON_LOOPS = """    for t0 in range(0, used, UNROLL):
+        for u in gl.static_range(UNROLL):
+            live = t0 + u < used
+            m_t = gl.load(part_m_ptr + (first + t0 + u) * GROUP + rows, mask=valid & live, other=0.0,
+                          cache_modifier=".cg")
+            m = gl.maximum(m, gl.where(live, m_t, float("-inf")))
+    acc = gl.zeros([GROUP_P2, HEAD_DIM], gl.float32, layout=io_layout)
+    l_sum = gl.zeros([GROUP_P2], gl.float32, layout=gl.SliceLayout(1, io_layout))
+    for t0 in range(0, used, UNROLL):
+        for u in gl.static_range(UNROLL):
+            t = t0 + u
+            in_use = t < used
+            m_t = gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid & in_use, other=0.0,
+                          cache_modifier=".cg")
+            l_t = gl.load(part_l_ptr + (first + t) * GROUP + rows, mask=valid & in_use, other=0.0,
+                          cache_modifier=".cg")
+            o_t = gl.load(part_o_ptr + ((first + t) * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :],
+                          mask=(valid & in_use)[:, None], other=0.0, cache_modifier=".cg")
+            ### BEGIN SOLUTION: split t's sums brought to the common maximum (weight 0 past used), added to acc, l_sum
+            w = gl.where(in_use, gl.exp2(m_t - m), 0.0)
+            acc = acc + w[:, None] * o_t
+            l_sum = l_sum + w * l_t
+            ### END SOLUTION
+"""
+ONE_AT_A_TIME_LOOPS = """    for t in range(used):
         m = gl.maximum(m, gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid, other=0.0,
                                   cache_modifier=".cg"))
     acc = gl.zeros([GROUP_P2, HEAD_DIM], gl.float32, layout=io_layout)
@@ -51,31 +75,11 @@ LESSON_LOOPS = """    for t in range(used):
         l_sum = l_sum + w * l_t
         ### END SOLUTION
 """
-UNROLLED_LOOPS = """    UNROLL: gl.constexpr = 8
-    for t0 in range(0, used, UNROLL):
-        for u in gl.static_range(UNROLL):
-            live = t0 + u < used
-            m_t = gl.load(part_m_ptr + (first + t0 + u) * GROUP + rows, mask=valid & live, other=0.0,
-                          cache_modifier=".cg")
-            m = gl.maximum(m, gl.where(live, m_t, float("-inf")))
-    acc = gl.zeros([GROUP_P2, HEAD_DIM], gl.float32, layout=io_layout)
-    l_sum = gl.zeros([GROUP_P2], gl.float32, layout=gl.SliceLayout(1, io_layout))
-    for t0 in range(0, used, UNROLL):
-        for u in gl.static_range(UNROLL):
-            t = t0 + u
-            live = t < used
-            m_t = gl.load(part_m_ptr + (first + t) * GROUP + rows, mask=valid & live, other=0.0, cache_modifier=".cg")
-            l_t = gl.load(part_l_ptr + (first + t) * GROUP + rows, mask=valid & live, other=0.0, cache_modifier=".cg")
-            o_t = gl.load(part_o_ptr + ((first + t) * GROUP + rows)[:, None] * HEAD_DIM + cols[None, :],
-                          mask=(valid & live)[:, None], other=0.0, cache_modifier=".cg")
-            w = gl.where(live, gl.exp2(m_t - m), 0.0)
-            acc = acc + w[:, None] * o_t
-            l_sum = l_sum + w * l_t
-"""
 
 
-def unrolled_module(directory=None):
-    """Lesson 38's solution with combine_splits' loops unrolled (UNROLLED_LOOPS), imported as a module of its own."""
+def one_at_a_time_module(directory=None):
+    """Lesson 38's solution with combine_splits' loops one split a trip (ONE_AT_A_TIME_LOOPS), imported as a module
+    of its own."""
     import tempfile
     from pathlib import Path
 
@@ -84,19 +88,19 @@ def unrolled_module(directory=None):
     text = lesson("38").solution_path.read_text()
     if text.count(LESSON_LOOPS) != 1:
         raise RuntimeError("lesson 38's combine_splits changed: update LESSON_LOOPS in this probe")
-    folder = Path(directory or tempfile.mkdtemp(prefix="decode-unrolled-"))
-    path = folder / "decode_unrolled.py"
-    path.write_text(text.replace(LESSON_LOOPS, UNROLLED_LOOPS))
-    return load_module_file(path, "decode_unrolled")
+    folder = Path(directory or tempfile.mkdtemp(prefix="decode-one-at-a-time-"))
+    path = folder / "decode_one_at_a_time.py"
+    path.write_text(text.replace(LESSON_LOOPS, ONE_AT_A_TIME_LOOPS))
+    return load_module_file(path, "decode_one_at_a_time")
 
 
 def model_check(mod=None) -> str | None:
-    """CPU: the unrolled variant through lesson 38's own host-model and compile checks (decode shapes, scores past
+    """CPU: the one-at-a-time variant through lesson 38's own host-model and compile checks (decode shapes, scores past
     exp2's range, the same bits with the programs in two orders, the sm_90 compile's facts at head dim 128 and 64)."""
-    mod = mod or unrolled_module()
+    mod = mod or one_at_a_time_module()
     return (decode.decode_model_check()(mod) or decode.order_check(mod) or decode.decode_facts_check()(mod))
-SHAPES = ((1, 4096), (1, 32768), (4, 8192))               # batch × keys: the shapes where one program per KV head is few
-SPLITS = (None, 2, 4, 8, 16, 32, 64)                      # None: the lesson's split rule
+SHAPES = ((1, 4096), (1, 32768), (4, 8192)) + tuple(s for s in decode.TIMED if s[0] > 1)   # batch × keys
+SPLITS = (None, 1, 2, 4, 8, 16, 32)                       # None: the lesson's split rule
 WATCHDOG_S = 300
 
 
@@ -159,7 +163,7 @@ def gpu_main(path: str) -> None:
 
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     t0 = time.time()
-    found = {"what": "issue 42: lesson 38's decode (and its unrolled combine) at several split counts against "
+    found = {"what": "issue 42: lesson 38's decode (and its combine one split a trip) at several split counts against "
                      "SDPA's backends, in CUDA graphs",
              "produced_by": {"probe": "tools/probes/probe_decode_splits.py",
                              "command": "python tools/probes/probe_decode_splits.py OUT.json",
@@ -168,7 +172,7 @@ def gpu_main(path: str) -> None:
              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "rows": []}
     copy = copy_ceiling_tbs()
     found["copy_tbs"] = copy
-    variants = {"lesson": LESSON, "unrolled": unrolled_module()}
+    variants = {"lesson": LESSON, "one_at_a_time": one_at_a_time_module()}
     for batch, L in SHAPES:
         found["rows"].append(sweep(batch, L, copy, variants))
         with open(path, "w") as fh:
@@ -192,7 +196,7 @@ if __name__ == "__main__":
         print(plan_report())
     elif args[:1] == ["--model"]:
         t0 = time.time()
-        print(f"the unrolled combine: {model_check() or 'passes lesson 38’s host-model and compile checks'} "
+        print(f"the one-at-a-time combine: {model_check() or 'passes lesson 38’s host-model and compile checks'} "
               f"({time.time() - t0:.0f} s)")
     elif args and not args[0].startswith("-"):
         gpu_main(args[0])
