@@ -103,3 +103,50 @@ def test_the_prefill_check_rejects_a_kv_head_that_ignores_the_batch(gqa_probe, t
     path.write_text(wrong + gqa_probe.LAUNCHER)
     said = gqa_probe.model_check(gqa_probe.load_module_file(path, "gqa_v4_wrong"))
     assert said and "outside the bound" in said, said
+
+
+# -- tools/probes/probe_fa3_persistent.py: v4 over many tiles a program -------------------------------------------------
+
+PERSISTENT_PROBE = repo_root() / "tools" / "probes" / "probe_fa3_persistent.py"
+
+
+@pytest.fixture(scope="module")
+def persistent_probe():
+    spec = importlib.util.spec_from_file_location("probe_fa3_persistent", PERSISTENT_PROBE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("dynamic", (False, True))
+def test_both_persistent_kernels_pass_the_host_model_on_several_tiles_a_program(persistent_probe, dynamic):
+    """lesson 37's model shapes on 1 to 3 programs, causal and not, and a 3-slot ring: O within the bound, each
+    element written once, no unread copy, (static) the turns alternating across a program's tiles."""
+    assert persistent_probe.model_check(dynamic) is None
+
+
+@pytest.mark.parametrize("broken", ("c0 += n_all\n", "turn0 += n_all + 1\n"))
+def test_the_model_check_rejects_counters_that_do_not_carry_over(persistent_probe, broken, tmp_path):
+    """In the static kernel, the ring's counter one short at the next tile (a copy never waited for), the turn counter
+    one short (the consumers' products interleave): the check above is not passing for want of looking."""
+    text = PERSISTENT_PROBE.read_text()
+    assert text.count(broken) == 2                       # the static kernel's consumers first, then the dynamic's
+    path = tmp_path / "broken_persistent.py"
+    path.write_text(text.replace(broken, broken.replace("\n", " - 1\n"), 1))
+    spec = importlib.util.spec_from_file_location("broken_persistent", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        said = module.model_check()
+    except Exception as e:                 # the model's race and hang reports are exceptions
+        said = f"{type(e).__name__}: {e}"
+    assert said, broken
+
+
+def test_the_tiles_that_fit_compile_with_lesson_37s_facts():
+    spec = importlib.util.spec_from_file_location("probe_fa3_configs",
+                                                  repo_root() / "tools" / "probes" / "probe_fa3_configs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = module.compile_report()
+    assert report.count("| hold |") == 2 * len(module.CANDIDATES), report
