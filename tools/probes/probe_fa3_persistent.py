@@ -31,6 +31,9 @@ consumers' load after their q_bar wait, and at the kernels' first line (Triton's
                                                             several tiles) and its sm_90 compile (lesson 37's facts)
     python tools/probes/probe_fa3_persistent.py --sanitize  GPU: compute-sanitizer memcheck, synccheck, racecheck on
                                                             both kernels (small odd shapes, 3 programs)
+    python tools/probes/probe_fa3_persistent.py --race-repro  GPU: racecheck on a minimal kernel that passes a word of
+                                                            shared memory across an mbarrier, as the dynamic kernel
+                                                            passes its tile number (not yet run)
     python tools/probes/probe_fa3_persistent.py OUT.json    GPU: correctness on odd shapes at both head dims, then the
                                                             kernel, lesson 37's v4 and SDPA's backends interleaved at
                                                             lesson 37's short and long shapes; a JSON and a table
@@ -556,6 +559,51 @@ def sanitize() -> str | None:
     return sanitizer_check(f"{__file__}:small_launch", [""], tools=("memcheck", "synccheck", "racecheck"))
 
 
+# A minimal kernel for racecheck's report on the tile number's word: one warp stores a word of shared memory and
+# arrives on an mbarrier, the default partition waits on it and reads the word (nothing else: no TMA, no ring).
+@gluon.jit
+def word_producer(word, bar):
+    one: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+    word.store(gl.full([1], 7, gl.int32, layout=one))
+    mbarrier.arrive(bar)
+
+
+@gluon.jit
+def word_consumer(word, bar, out_ptr):
+    WARPS: gl.constexpr = gl.num_warps()
+    mine: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
+    mbarrier.wait(bar, 0)
+    got = gl.max(word.load(mine), axis=0)
+    gl.store(out_ptr + gl.program_id(0), got)
+
+
+@gluon.jit
+def word_kernel(out_ptr):
+    word = gl.allocate_shared_memory(gl.int32, [1], SCALAR_SMEM)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    gl.warp_specialize([(word_consumer, (word, bar, out_ptr)), (word_producer, (word, bar))], [1], [24])
+    mbarrier.invalidate(bar)
+
+
+def word_launch(_unused: str = "") -> None:
+    out = torch.zeros(264, dtype=torch.int32, device="cuda")
+    for _ in range(10):
+        word_kernel[(264,)](out, num_warps=4)
+    torch.cuda.synchronize()
+    assert int(out.min()) == 7 == int(out.max()), out
+
+
+def race_repro() -> str:
+    """GPU: racecheck on word_launch; its report's lines (or that it is clean)."""
+    from gluon_course.measure.isolated import run_isolated
+
+    run = run_isolated(f"{__file__}:word_launch", [""], timeout=120, tool="racecheck")
+    lines = [l for l in run.output.splitlines() if "hazard" in l.lower() or "probe_fa3_persistent.py" in l
+             or "SUMMARY" in l]
+    return f"racecheck exit {run.returncode}:\n" + "\n".join(lines[:30])
+
+
 SHAPES = ((1024, 128, False), (1024, 128, True), (4096, 128, False), (4096, 128, True), (16384, 128, True),
           (4096, 64, False), (4096, 64, True))
 
@@ -632,6 +680,8 @@ if __name__ == "__main__":
             t = time.time()
             print(f"{name}, sm_90 compile: {compile_check(dynamic) or 'lesson 37 facts of v4 hold at both head dims'} "
                   f"({time.time() - t:.0f} s)")
+    elif args[:1] == ["--race-repro"]:
+        print(race_repro())
     elif args[:1] == ["--sanitize"]:
         print(f"compute-sanitizer: {sanitize() or 'memcheck, synccheck and racecheck clean'}")
     elif args and not args[0].startswith("-"):
