@@ -12,6 +12,21 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# ==== One compute thread per process in a parallel run (`make test`) ===============================
+# make test runs a worker per core and one more (Makefile, TEST_JOBS), and each worker starts notebook kernels and
+# child processes of its own: on 2 cores, four to six processes compute at once. Left alone, numpy's OpenBLAS and
+# torch's OpenMP each start a thread per core in every one of them, and those threads spin while they wait for each
+# other on cores the other processes hold: a process spent about half as much CPU time again for the same work
+# (lesson 32's notebook beside a busy process, 2 cores: 12 s of CPU with one thread each, 18 to 22 s without). So in
+# a run on several workers every process computes on one thread: the variables are set here, in the process that
+# starts the workers, before it starts them, and the workers, their notebook kernels and their children inherit them
+# (a variable already set is left as it is). A run in one process (-n 0, as on a GPU machine) keeps the defaults.
+def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(variable, "1")
+
+
 # ==== Parallel runs: `make test` (pytest-xdist, -n 2 --dist loadscope) ================================
 # Tests go to whichever worker is free, one at a time, except what must stay together on one worker, in order: a
 # notebook's cells (they share one kernel), and the modules whose fixtures are built once per module or session
