@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from triton.experimental.gluon.language._layouts import DistributedLayout, SharedLayout
 
 from .coalescing import vector_bits
-from .layouts import _xor, coordinate, to_linear
+from .layouts import coordinate, to_linear, xor_table
 
 BANKS = 32
 BANK_BYTES = 4
@@ -110,8 +110,7 @@ def shared_offsets(shared, shape) -> dict[tuple[int, ...], int]:
     bases = linear.offset_bases
     rank = len(shape)
     table = {}
-    for offset in range(1 << len(bases)):
-        element = _xor([b for k, b in enumerate(bases) if offset >> k & 1], rank)
+    for offset, element in enumerate(xor_table(bases, rank)):
         table.setdefault(element, offset)
     return table
 

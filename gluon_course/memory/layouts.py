@@ -7,9 +7,9 @@ answers questions about the result with plain Python.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from functools import reduce
 
 from triton.experimental.gluon import language as gl
 
@@ -27,7 +27,23 @@ def to_linear(layout, shape) -> gl.DistributedLinearLayout:
 
 
 def _xor(vectors, rank):
-    return tuple(reduce(lambda a, b: a ^ b, column, 0) for column in zip(*vectors)) if vectors else (0,) * rank
+    out = [0] * rank
+    for vector in vectors:
+        for i in range(rank):
+            out[i] ^= vector[i]
+    return tuple(out)
+
+
+def xor_table(bases, rank: int) -> list[tuple[int, ...]]:
+    """The XOR of the bases chosen by the bits of every index, ``0`` to ``2**len(bases) - 1``, in that order: the
+    element each offset (or register, lane, warp) points at. Built by doubling (the indices with bit ``k`` set are
+    those without it, each XORed with base ``k``), one XOR per entry: a 64 × 256 tile's 16384 offsets are met by
+    every bank and LDS model, and choosing the bases of each offset anew cost those models most of their time."""
+    table = [(0,) * rank]
+    for basis in bases:
+        basis = tuple(basis)
+        table += [tuple(a ^ b for a, b in zip(entry, basis)) for entry in table]
+    return table
 
 
 def coordinate(linear, register: int, lane: int, warp: int) -> tuple[int, ...]:
@@ -42,11 +58,15 @@ def coordinate(linear, register: int, lane: int, warp: int) -> tuple[int, ...]:
 def owners(layout, shape) -> dict[tuple[int, ...], list[tuple[int, int, int]]]:
     """For each element, every ``(warp, lane, register)`` that holds a copy of it."""
     linear = to_linear(layout, shape)
+    rank = len(linear.shape)
+    registers, lanes, warps = (xor_table(bases, rank) for bases in (linear.reg_bases, linear.lane_bases,
+                                                                     linear.warp_bases))
     table: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}
-    for w in range(1 << len(linear.warp_bases)):
-        for t in range(1 << len(linear.lane_bases)):
-            for r in range(1 << len(linear.reg_bases)):
-                table.setdefault(coordinate(linear, r, t, w), []).append((w, t, r))
+    for w, at_warp in enumerate(warps):
+        for t, at_lane in enumerate(lanes):
+            base = tuple(a ^ b for a, b in zip(at_warp, at_lane))
+            for r, at_register in enumerate(registers):
+                table.setdefault(tuple(a ^ b for a, b in zip(base, at_register)), []).append((w, t, r))
     return table
 
 
@@ -196,31 +216,38 @@ def _cell_colour(warp: int, lane: int, lanes: int):
     return tuple(1 - (1 - c) * shade for c in base)
 
 
+def _box(x: float, y: float, width: float, height: float) -> tuple:
+    """The corners of a rectangle, in the order a Rectangle patch draws them."""
+    return ((x, y), (x + width, y), (x + width, y + height), (x, y + height))
+
+
 def _draw_cells(ax, table, window, lanes: int, annotate: bool, fontsize: float) -> None:
     """Fill ``ax`` with the cells of ``window``: colour = warp, shade = lane, label = lane:register.
 
     An element held by several threads gets ``×N`` (its number of copies) under its label, and when the
     copies sit in several warps, stripes in those warps' colours (the whole cell when unlabelled, a band
     at its foot when labelled). Labelled cells also get a dark line where one thread's elements end."""
-    from matplotlib.collections import PatchCollection
-    from matplotlib.patches import Rectangle
+    from matplotlib.collections import PolyCollection
 
     # The cells go in as two collections (the cells, then the stripes over them), not as one artist each: a 256 × 64
     # tile is 16384 cells, and matplotlib's cost per artist (its transforms, its clip path) took most of the time.
+    # Each cell is its four corners (a polygon), not a Rectangle patch: building 16384 patches and turning each into
+    # a path cost more than drawing them.
     r0, r1, c0, c1 = window
     cells, cell_colours, stripes, stripe_colours = [], [], [], []
+    colour = functools.lru_cache(maxsize=None)(_cell_colour)
     for i in range(r0, r1):
         for j in range(c0, c1):
             held = table[(i, j)]
             w, t, r = held[0]
-            cells.append(Rectangle((j, i), 1, 1))
-            cell_colours.append(_cell_colour(w, t, lanes))
+            cells.append(_box(j, i, 1, 1))
+            cell_colours.append(colour(w, t, lanes))
             warps = sorted({o[0] for o in held})
             if len(warps) > 1:
                 top, height = (i + 0.8, 0.2) if annotate else (i, 1.0)
                 for k, ow in enumerate(warps):
-                    stripes.append(Rectangle((j + k / len(warps), top), 1 / len(warps), height))
-                    stripe_colours.append(_cell_colour(ow, t, lanes))
+                    stripes.append(_box(j + k / len(warps), top, 1 / len(warps), height))
+                    stripe_colours.append(colour(ow, t, lanes))
             if not annotate:
                 continue
             if len(held) == 1:
@@ -228,10 +255,10 @@ def _draw_cells(ax, table, window, lanes: int, annotate: bool, fontsize: float) 
             else:
                 ax.text(j + 0.5, i + 0.32, f"{t}:{r}", ha="center", va="center", fontsize=fontsize)
                 ax.text(j + 0.5, i + 0.62, f"×{len(held)}", ha="center", va="center", fontsize=0.8 * fontsize)
-    ax.add_collection(PatchCollection(cells, facecolors=cell_colours, edgecolors="white", linewidths=0.6,
-                                      zorder=1), autolim=False)
+    ax.add_collection(PolyCollection(cells, facecolors=cell_colours, edgecolors="white", linewidths=0.6,
+                                     zorder=1), autolim=False)
     if stripes:
-        ax.add_collection(PatchCollection(stripes, facecolors=stripe_colours, linewidths=0, zorder=1.1),
+        ax.add_collection(PolyCollection(stripes, facecolors=stripe_colours, linewidths=0, zorder=1.1),
                           autolim=False)
     if annotate:                 # the borders between threads: where the first owner changes
         for i in range(r0, r1):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from triton.experimental.gluon import language as gl
 
-from .layouts import _xor, coordinate, to_linear
+from .layouts import coordinate, to_linear, xor_table
 
 TUTORIALS = ("AMD's gfx950 Gluon tutorials (ROCm/gfx950-gluon-tutorials, docs/lds_throughput.md: 64 banks of "
              "4 bytes, 256 bytes per clock)")
@@ -101,8 +101,7 @@ def element_offsets(shared, shape) -> dict[tuple[int, ...], int]:
     else:
         bases, rank, pad = to_linear(shared, shape).offset_bases, len(shape), (lambda o: o)
     table: dict[tuple[int, ...], int] = {}
-    for offset in range(1 << len(bases)):
-        element = _xor([b for k, b in enumerate(bases) if offset >> k & 1], rank)
+    for offset, element in enumerate(xor_table(bases, rank)):
         table.setdefault(element, pad(offset))
     return table
 
