@@ -37,13 +37,15 @@ def _xor(vectors, rank):
 def xor_table(bases, rank: int) -> list[tuple[int, ...]]:
     """The XOR of the bases chosen by the bits of every index, ``0`` to ``2**len(bases) - 1``, in that order: the
     element each offset (or register, lane, warp) points at. Built by doubling (the indices with bit ``k`` set are
-    those without it, each XORed with base ``k``), one XOR per entry: a 64 × 256 tile's 16384 offsets are met by
-    every bank and LDS model, and choosing the bases of each offset anew cost those models most of their time."""
-    table = [(0,) * rank]
+    those without it, each XORed with base ``k``), one XOR per entry and a whole half at a time: a 64 × 256 tile's
+    16384 offsets are met by every bank and LDS model, and choosing the bases of each offset anew cost those models
+    most of their time."""
+    import numpy as np
+
+    table = np.zeros((1, rank), dtype=np.int64)
     for basis in bases:
-        basis = tuple(basis)
-        table += [tuple(a ^ b for a, b in zip(entry, basis)) for entry in table]
-    return table
+        table = np.concatenate([table, table ^ np.asarray(basis, dtype=np.int64).reshape(1, rank)])
+    return list(map(tuple, table.tolist()))
 
 
 def coordinate(linear, register: int, lane: int, warp: int) -> tuple[int, ...]:

@@ -96,13 +96,17 @@ def padded_offset(layout: gl.PaddedSharedLayout, offset: int) -> int:
 
 def element_offsets(shared, shape) -> dict[tuple[int, ...], int]:
     """Element → offset in elements (padding included) of a shared layout on a tile of ``shape``."""
-    if isinstance(shared, gl.PaddedSharedLayout):
-        bases, rank, pad = shared.offset_bases, len(shape), (lambda o: padded_offset(shared, o))
-    else:
-        bases, rank, pad = to_linear(shared, shape).offset_bases, len(shape), (lambda o: o)
+    import numpy as np
+
+    padded = isinstance(shared, gl.PaddedSharedLayout)
+    bases = shared.offset_bases if padded else to_linear(shared, shape).offset_bases
+    elements = xor_table(bases, len(shape))
+    offsets = np.arange(len(elements), dtype=np.int64)
+    if padded:                          # padded_offset, for every offset at once
+        offsets = offsets + sum((offsets // interval) * padding for interval, padding in shared.interval_padding_pairs)
     table: dict[tuple[int, ...], int] = {}
-    for offset, element in enumerate(xor_table(bases, rank)):
-        table.setdefault(element, pad(offset))
+    for element, offset in zip(elements, offsets.tolist()):
+        table.setdefault(element, offset)
     return table
 
 
