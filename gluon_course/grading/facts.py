@@ -157,7 +157,18 @@ def port(numbers, target: str, timeout: float = 600) -> dict:
     process: Triton 3.9.0 does that for cp.async on sm_75). Run in child processes, one after another, each taking
     the lessons the last one did not reach. The children pass the compiler's stderr through (LLVM's last words are
     printed there before it aborts), so a compile that fails in an MLIR pass names the pass's failure, not its first
-    "error:" line."""
+    "error:" line.
+
+    Two processes that share Triton's cache and ask for the same target at once (the support page's test and the
+    generated tables' in one `make test`) take turns: the second waits for the first's children, then reads their
+    answers from the cache instead of compiling every lesson again."""
+    from ..machine.compile import _one_compile_at_a_time
+
+    with _one_compile_at_a_time(f"gluon_course-port-{target}"):
+        return _port(numbers, target, timeout)
+
+
+def _port(numbers, target: str, timeout: float) -> dict:
     import json
     import os
 
