@@ -16,14 +16,21 @@ from triton.experimental.gluon import language as gl
 
 def to_linear(layout, shape) -> gl.DistributedLinearLayout:
     """The linear-layout form of ``layout`` on a tensor of ``shape`` (Triton's own conversion)."""
-    from triton._C.libtriton import gluon_ir, ir
-
     if isinstance(layout, (gl.DistributedLinearLayout, gl.SharedLinearLayout)):
         return layout
+    _, builder = _layout_builder()
+    return builder.to_linear_layout(layout._to_ir(builder), [int(s) for s in shape])
+
+
+@functools.lru_cache(maxsize=1)
+def _layout_builder():
+    """One Gluon builder (and its MLIR context, with the dialects loaded) for every conversion of the process: a new
+    context for each took most of a conversion's time, and the course converts layouts thousands of times."""
+    from triton._C.libtriton import gluon_ir, ir
+
     context = ir.context()
     ir.load_dialects(context)
-    builder = gluon_ir.GluonOpBuilder(context)
-    return builder.to_linear_layout(layout._to_ir(builder), [int(s) for s in shape])
+    return context, gluon_ir.GluonOpBuilder(context)        # the context lives as long as its builder
 
 
 def _xor(vectors, rank):
