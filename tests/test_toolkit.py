@@ -302,6 +302,36 @@ def test_spills_are_what_ptxas_reports_in_the_stack_frame():
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in solution.ptxas_log
 
 
+def test_a_fresh_compile_keeps_its_ptxas_log(tmp_path, monkeypatch, capfd):
+    """Triton runs ptxas -v on every compile and deletes its log; the toolkit has it printed and keeps it with the
+    compile, so reading a freshly compiled kernel's log runs no second ptxas, and the compile prints nothing. The kept
+    log is the one a second run prints (but for ptxas's own compile time)."""
+    import re as _re
+
+    import triton
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))          # a compile of its own, not a cache hit
+    k = _compile("sm_90", 4)
+    assert capfd.readouterr().out == ""
+    rerun = CUDABackend.make_cubin
+
+    def refused(*args, **kwargs):
+        raise AssertionError("ptxas ran again for a log the compile had printed")
+
+    monkeypatch.setattr(CUDABackend, "make_cubin", refused)
+    kept = k.ptxas_log
+    assert "Used" in kept and "registers" in kept and "0 bytes spill stores" in kept
+    monkeypatch.setattr(CUDABackend, "make_cubin", rerun)
+    cache, _, _ = gc._ptxas_log_store(k)
+    import os
+
+    os.remove(cache.get_file("ptxas.log"))
+    again = gc._ptxas_log(gc.Compiled(k.kernel_name, k.target, k.asm, k.metadata))
+    times = _re.compile(r"Compile time = [\d.]+ ms")
+    assert times.sub("", kept) == times.sub("", again)
+
+
 def test_the_ptxas_log_needs_only_the_ptxas_the_compile_runs(monkeypatch):
     """An install stripped for Hopper and newer (the course's GPU machine's) has ptxas-blackwell and no pre-Hopper
     ptxas, so Triton's knobs.nvidia.ptxas raises there. The spill log of a kernel with a stack frame must still be

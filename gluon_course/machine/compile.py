@@ -542,19 +542,17 @@ class CourseToolError(Exception):
     mistake, so it is not one of the errors the runner turns into a sentence."""
 
 
-def _ptxas_log(k: Compiled) -> str:
-    """What ptxas -v says about the kernel: ptxas run again on its PTX, with the compile's options, once per binary
-    for every process that shares Triton's cache (the log is kept there, like the disassembly)."""
-    import contextlib
+def _ptxas_log_store(k: Compiled):
+    """Where ``k``'s ptxas log is kept in Triton's cache (a cache manager), with the options ``make_cubin`` reads and
+    the backend that runs it. The key is the binary, its PTX, those options and the ptxas make_cubin runs for this
+    arch (ptxas-blackwell from sm_90 on, in Triton 3.9.0), never knobs.nvidia.ptxas: an install stripped for Hopper and
+    newer ships no pre-Hopper ptxas, and asking for it raises."""
     import hashlib
-    import io
     import types
 
     from triton.backends.nvidia.compiler import CUDABackend, get_ptxas
     from triton.runtime.cache import get_cache_manager
 
-    # The key names the ptxas make_cubin runs for this arch (ptxas-blackwell from sm_90 on, in Triton 3.9.0), never
-    # knobs.nvidia.ptxas: an install stripped for Hopper and newer ships no pre-Hopper ptxas, and asking for it raises.
     md = k.metadata
     options = types.SimpleNamespace(enable_fp_fusion=md.enable_fp_fusion, ptx_options=md.ptx_options,
                                     instrumentation_mode=getattr(md, "instrumentation_mode", ""))
@@ -562,7 +560,17 @@ def _ptxas_log(k: Compiled) -> str:
     key = hashlib.sha256(b"gluon_course ptxas log\0" + k.asm["cubin"] + k.ptx.encode()
                          + repr((vars(options), backend.target.arch, triton.__version__,
                                  get_ptxas(backend.target.arch).path)).encode()).hexdigest()
-    cache = get_cache_manager(key)
+    return get_cache_manager(key), options, backend
+
+
+def _ptxas_log(k: Compiled) -> str:
+    """What ptxas -v says about the kernel, once per binary for every process that shares Triton's cache (the log is
+    kept there, like the disassembly): the log the compile itself printed (``_compile`` keeps it), or, for a binary
+    compiled before, ptxas run again on its PTX with the compile's options."""
+    import contextlib
+    import io
+
+    cache, options, backend = _ptxas_log_store(k)
     stored = cache.get_file("ptxas.log")
     if stored is not None:
         with open(stored, encoding="utf-8") as f:
@@ -580,6 +588,27 @@ def _ptxas_log(k: Compiled) -> str:
                               "its log would describe another binary")
     cache.put(printed.getvalue(), "ptxas.log", binary=False)
     return printed.getvalue()
+
+
+# A line of ptxas -v's log: "ptxas-blackwell info    : Used 168 registers", "ptxas warning : ...", or the indented
+# "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" under "Function properties".
+_PTXAS_LOG_LINE = re.compile(r"^(?:ptxas|\s+\d+ bytes stack frame)")
+
+
+def _keep_ptxas_log(printed: str, k: Compiled) -> str:
+    """What a fresh compile printed with Triton's ``dump_ptxas_log`` on: ptxas -v's log of this very binary (Triton
+    writes it on every compile, then deletes it), and nothing else as a rule. The log is kept where ``_ptxas_log``
+    looks for it, so reading it needs no second ptxas run; what is not the log is returned, to be shown as before.
+    Printed text with other lines in it keeps nothing (those lines are returned, the log's lines left out)."""
+    lines = printed.splitlines()
+    log_lines = [line for line in lines if _PTXAS_LOG_LINE.match(line)]
+    if not log_lines:
+        return printed
+    if len(log_lines) == len([line for line in lines if line.strip()]):
+        cache, _, _ = _ptxas_log_store(k)
+        cache.put(printed, "ptxas.log", binary=False)
+        return ""
+    return "".join(line + "\n" for line in lines if line.strip() and not _PTXAS_LOG_LINE.match(line))
 
 
 def _code_sections(cubin: bytes) -> dict:
@@ -853,7 +882,11 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
     printed = io.StringIO()
     try:
         # Triton's make_cubin prints the whole PTX to stdout when ptxas fails: kept here, for PTXASError below.
-        with _one_compile_at_a_time(key), _captured_stderr() as diagnostics, contextlib.redirect_stdout(printed):
+        with _one_compile_at_a_time(key), _captured_stderr() as diagnostics, contextlib.redirect_stdout(printed), \
+                triton.knobs.nvidia.scope():
+            # ptxas -v's log of a fresh NVIDIA compile printed (into ``printed``) instead of deleted: kept below for
+            # Compiled.ptxas_log, which would otherwise run ptxas again for it.
+            triton.knobs.nvidia.dump_ptxas_log = target in NVIDIA_TARGETS
             compiled = triton.compile(source, target=target_named(target), options=opts)
     except PTXASError as e:
         raise _ptxas_failed(e, printed.getvalue(), source, name, target) from None
@@ -890,13 +923,17 @@ def _compile(source, target, num_warps, options, name) -> Compiled:
         if directory and target in AMD_TARGETS:
             _store_failure(directory, key, message, text + str(e))
         raise CompileFailed(name, target, message, text + str(e), location=location.rstrip(":")) from None
+    result = Compiled(name, target, compiled.asm, compiled.metadata)
+    shown = printed.getvalue()
+    if shown and target in NVIDIA_TARGETS:
+        shown = _keep_ptxas_log(shown, result)
     if diagnostics.text.strip():
         sys.stderr.write(diagnostics.text)
-    if printed.getvalue():
-        sys.stdout.write(printed.getvalue())
+    if shown:
+        sys.stdout.write(shown)
     if directory and target in AMD_TARGETS:
         _store(directory, key, compiled)
-    return Compiled(name, target, compiled.asm, compiled.metadata)
+    return result
 
 
 # ptxas's own sentence in a failed assembly: "ptxas-blackwell fatal   : (C7602) Insufficient registers (128) to ..."
