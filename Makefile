@@ -119,7 +119,8 @@ book: venv
 # disassemblies), so a kernel compiled for a test is found by the notebook that shows it, and the other way round.
 # Where no GPU is seen, one worker more than the machine has cores: a worker often waits (for a notebook's kernel to
 # start, for ptxas, nvdisasm or Chromium, for a child process under a time limit), and the third worker fills those
-# waits (on the 2-core reference machine, Triton's cache empty, 2026-12-02: 352 s with 3 workers, 382 s with 2). One
+# waits (on the 2-core reference machine, Triton's cache empty, 2026-12-02: 352 s with 3 workers, 382 s with 2;
+# 2026-12-05, with lessons 33 to 38 in: 476 s with 3 workers, over the 6 minutes the course allows). One
 # process (-n 0) where nvidia-smi or rocm-smi sees a GPU, so that no notebook is timed beside another test's kernels.
 # make test-tests runs tests/ alone, make test-notebooks the notebooks alone. The checks of the research probes in
 # tools/probes (marked probe: their kernels are trials, not lessons) are left to make test-probes, and the notebooks
@@ -140,7 +141,8 @@ test-probes: venv
 	  && echo "make test-probes: all passed" || { echo "make test-probes: FAILED (see above)" >&2; exit 1; }
 
 # The notebooks and plants of the lessons not yet recorded on a GPU (tests/conftest.py's `unrecorded` marker):
-# about three minutes more on 2 cores, outside make test's time; run before such a lesson's change lands.
+# about 85 s more within a run on 2 cores (2026-12-05), outside make test's time; run before such a lesson's
+# change lands.
 test-unrecorded: venv
 	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope -m unrecorded $(NBVAL_FLAGS) $(NOTEBOOKS) tests \
 	  $(PYTEST_ARGS) \

@@ -50,10 +50,10 @@ def pytest_xdist_make_scheduler(config, log):
 # An NVIDIA lesson with no figure in the course's recording (results/nvidia-h200.json) has not run on the course's GPU
 # yet: its notebook holds outputs of another GPU's run (results/nvidia-h100-80gb-hbm3.json stands in for it,
 # records.STAND_INS) or of a CPU. Its notebook's cells and its plants are marked `unrecorded` and run by
-# `make test-unrecorded`, not by `make test`, whose time (and CI's) they would push past its limit (lessons 35, 37 and
-# 38 together add about three minutes on the 2-core reference machine). The lesson's other tests (its solution's
-# checks, its starter, its text) stay in `make test`; the marker leaves a lesson by itself once its H200 recording
-# lands.
+# `make test-unrecorded`, not by `make test`, whose time (and CI's) they would push further past its limit (lessons
+# 35, 37 and 38 together add about 85 s within a full run on the 2-core reference machine, 2026-12-05). The lesson's
+# other tests (its solution's checks, its starter, its text) stay in `make test`; the marker leaves a lesson by itself
+# once its H200 recording lands.
 def _unrecorded_lessons() -> set[str]:
     import json
 
