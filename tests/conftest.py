@@ -71,9 +71,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         node = item.nodeid
         notebook = node.startswith("lessons/") and node[len("lessons/"):len("lessons/") + 2] in unrecorded
-        plant = "test_plant_is_rejected[" in node and node.split("[", 1)[1][:2] in unrecorded
+        planted = "test_plant_is_rejected[" in node
+        plant = planted and node.split("[", 1)[1][:2] in unrecorded
         if notebook or plant:
             item.add_marker(pytest.mark.unrecorded)
+        if planted:
+            item.add_marker(pytest.mark.plant)
     _skip_gpu_tests(items)
 
 
