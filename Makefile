@@ -8,8 +8,8 @@
 #   make book              build the website into _build/html (open _build/html/index.html);
 #                          make book REPOSITORY=owner/name: Colab and Binder buttons, a link to the repository
 #   make test              the course's tests: tests/ (the book build and browser check included) + notebooks
-#                          under nbval (the planted mistakes: make test-plants)
-#   make test-plants       the planted mistakes each lesson's checks must reject (CI runs it after make test)
+#                          under nbval
+#   make test-plants       only the planted mistakes each lesson's checks must reject (make test runs them too)
 #   make test-probes       the research probes' own checks (tools/probes; not in CI)
 #   make starters          regenerate every lessons/NN-slug/starter.py from its solution
 #   make record            GPU only: measure every lesson (or LESSONS="01 02"), write results/<gpu>.json,
@@ -124,16 +124,15 @@ book: venv
 # 2026-12-05, with lessons 33 to 38 in: 476 s with 3 workers, over the 6 minutes the course allows). One
 # process (-n 0) where nvidia-smi or rocm-smi sees a GPU, so that no notebook is timed beside another test's kernels.
 # make test-tests runs tests/ alone, make test-notebooks the notebooks alone. The checks of the research probes in
-# tools/probes (marked probe: their kernels are trials, not lessons) are left to make test-probes; the planted
-# mistakes the lessons' checks must reject (marked plant) to make test-plants; and the notebooks and plants of NVIDIA
-# lessons not yet recorded on the H200 (marked unrecorded, tests/conftest.py) to make test-unrecorded. CI (.ci/run)
-# runs make test, then make test-plants and make test-unrecorded: every lesson's plants and notebooks, in three
-# runs, so that make test itself stays within its 6 minutes.
+# tools/probes (marked probe: their kernels are trials, not lessons) are left to make test-probes, and the notebooks
+# and plants of NVIDIA lessons not yet recorded on the H200 (marked unrecorded, tests/conftest.py) to make
+# test-unrecorded: CI runs make test only. make test-plants runs the planted mistakes alone (marked plant; make test
+# runs them too).
 HAS_GPU := $(shell { nvidia-smi -L || rocm-smi --showid; } >/dev/null 2>&1 && echo yes)
 CORES := $(shell nproc 2>/dev/null || echo 2)
 TEST_JOBS ?= $(if $(HAS_GPU),0,$(shell echo $$(( $(CORES) + 1 ))))
 test: venv
-	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope -m "not probe and not unrecorded and not plant" $(NBVAL_FLAGS) \
+	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope -m "not probe and not unrecorded" $(NBVAL_FLAGS) \
 	  $(LONGEST_FIRST) tests \
 	  $(PYTEST_ARGS) \
 	  && echo "make test: all passed" || { echo "make test: FAILED (see above)" >&2; exit 1; }
@@ -143,8 +142,9 @@ test-probes: venv
 	@$(BIN)/python -m pytest -n $(TEST_JOBS) -m probe tests $(PYTEST_ARGS) \
 	  && echo "make test-probes: all passed" || { echo "make test-probes: FAILED (see above)" >&2; exit 1; }
 
-# The planted mistakes (tests/test_lessons.py's test_plant_is_rejected) of the recorded lessons: each a compile or a
-# host-model run of a one-mistake solution that its check must reject (about 90 s on 2 cores, 2026-12-05).
+# The planted mistakes (tests/test_lessons.py's test_plant_is_rejected) of the recorded lessons alone, as make test
+# runs them: each a compile or a host-model run of a one-mistake solution that its check must reject (112 s on
+# 2 cores, Triton's cache empty, 2026-12-05).
 test-plants: venv
 	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist load -m "plant and not unrecorded" tests/test_lessons.py \
 	  $(PYTEST_ARGS) \
