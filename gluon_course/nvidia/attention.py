@@ -119,8 +119,9 @@ def compare(got, want, bound, writes=None) -> str | None:
     return None
 
 
-# Lesson 37's persistent version (v5) in the host model: programs on this many SMs, fewer than its model shapes' tiles,
-# so that each program takes several tiles.
+# Lesson 37's persistent version (v5) in the host model: a grid of this many programs (fewer than most model shapes'
+# tiles). The model runs a launch's programs one after another, so the first takes every tile from the counter and
+# the others find none: what the model checks is the counts a program carries from tile to tile and the stop.
 MODEL_SMS = 3
 
 

@@ -326,7 +326,7 @@ def consumer_registers(load_regs: int, consumers: int = 2) -> int:
 
 # -- v5: one program an SM, the tiles taken at run time --------------------------------------------------------------
 #
-# A v4 program walks one tile's key blocks: 8 at S = 1 024 (4 on average with the causal mask), so its start (Q's copy,
+# A v4 program walks one tile's key blocks: 8 at S = 1 024 (4.5 on average with the causal mask), so its start (Q's copy,
 # the ring's fill, block 0's S before anything overlaps it) and its end (the last P·V, O's store) weigh on few
 # iterations. v5 keeps one program an SM that takes tile after tile, its producer running ahead across tiles: the next
 # tile's Q is copied as soon as both consumers are done with this tile's (q_empty), its K and V go into the same ring,
@@ -353,7 +353,8 @@ def v5_load_partition(q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, q_e
     """v5's producer: takes tiles from the counter at tiles_ptr[0] until they run out; for each, the tile's number
     into the shared word, Q once both consumers released the last one's, then lesson 36's K and V copies into ring
     slot c % STAGES, c counted across tiles. Past the last tile: n_tiles into the word and an arrival on q_bar with
-    no copy (the consumers stop); the last program to stop zeroes the counter for the next launch."""
+    no copy (the consumers stop); the last program to stop zeroes the counter for the next launch. (It is known by a
+    second word that counts the programs that stopped, as lesson 32's split-K counter knew its last program.)"""
     TILE_M: gl.constexpr = q_desc.block_shape[0]
     BLOCK_N: gl.constexpr = k_desc.block_shape[0]
     one_warp: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
@@ -428,8 +429,8 @@ def v5_tile(ME: gl.constexpr, q_rows, k_ring, v_ring, q_empty, k_ready, k_empty,
     p, alpha, o, m_i, l_i = pingpong_blocks(q_rows, k_ring, v_ring, k_ready, k_empty, v_ready, v_empty, my_turn,
                                             next_turn, p, alpha, o, m_i, l_i, qk_scale, m0, Sk, split, n_all - 1,
                                             c0, turn0, STAGES, True, CAUSAL, ME, s_layout, o_layout)
-    # Every S of the tile has retired: Q's buffer may take the next tile's.
-    mbarrier.arrive(q_empty)
+    # TODO gap 5: this consumer is done with Q: let the producer copy the next tile's into its buffer
+    gl.static_assert(False, "lesson 37, gap 5 not yet implemented: this consumer is done with Q: let the producer copy the next tile's into its buffer")
     last = c0 + n_all - 1
     take_turn(my_turn, turn0 + n_all, ME)
     o = o * alpha[:, None]
@@ -460,8 +461,8 @@ def v5_consumer(ME: gl.constexpr, q_rows, k_ring, v_ring, q_bar, q_empty, k_read
         m_tile, bh = tile_of(t, n_m_tiles)
         n_all = v5_tile(ME, q_rows, k_ring, v_ring, q_empty, k_ready, k_empty, v_ready, v_empty, my_turn, next_turn,
                         o_ptr, Sq, Sk, qk_scale, m_tile, bh, c0, turn0, CAUSAL, STAGES, TILE_M, s_layout, o_layout)
-        # TODO gap 5: carry the counts over (a tile's blocks; its turns: one a block and block 0's), then the next tile
-        gl.static_assert(False, "lesson 37, gap 5 not yet implemented: carry the counts over (a tile's blocks; its turns: one a block and block 0's), then the next tile")
+        # TODO gap 6: carry the counts over (a tile's blocks; its turns: one a block and block 0's), then the next tile
+        gl.static_assert(False, "lesson 37, gap 6 not yet implemented: carry the counts over (a tile's blocks; its turns: one a block and block 0's), then the next tile")
 
 
 @gluon.jit
@@ -576,7 +577,8 @@ def prepared(q, k, v, causal: bool = False, version: str = "v5", out=None, sm_sc
     kwargs = {**constexprs(version, cfg, D, causal), "num_warps": cfg["num_warps"]}
     kernel = KERNELS[version]
     if version in PERSISTENT:
-        # The counter and the count of programs that stopped, at 0 between launches (the last program resets them).
+        # The counter and the count of programs that stopped, at 0 between launches (the last program resets them):
+        # shared by every launch of this call, so one launch at a time (a stream's launches run one after another).
         tiles = torch.zeros(2, dtype=torch.int32, device=q.device)
         grid = (min(grid[0] * grid[1], sm_count(q.device)),)
         args = args[:4] + (tiles,) + args[4:] + (B * H,)

@@ -46,13 +46,15 @@ PLANTS = [
           "is visited twice (its next K never comes)", "unmasked_end = gl.minimum(n_full, n_all - 1)",
           "unmasked_end = n_full", rejected_by="v3_model"),
     # ---- v5: one program an SM over the tiles ----
-    Plant("v5 (gap 5): the ring's block count not carried over whole: the next tile's first block waited for in the "
+    Plant("v5 (gap 6): the ring's block count not carried over whole: the next tile's first block waited for in the "
           "wrong slot", "        c0 += n_all\n", "        c0 += n_all - 1\n", rejected_by="v5_model"),
-    Plant("v5 (gap 5): a tile's turns counted one a block, without block 0's S: the next tile's first turn taken at "
+    Plant("v5 (gap 6): a tile's turns counted one a block, without block 0's S: the next tile's first turn taken at "
           "the wrong parity", "        turn0 += n_all + 1\n", "        turn0 += n_all\n", rejected_by="v5_model"),
-    Plant("v5: Q released at the tile's start, before its S products: the next tile's Q may land under them",
+    Plant("v5 (gap 5): Q released at the tile's start, before its S products: the next tile's Q may land under them",
           "    first = c0 % STAGES\n", "    first = c0 % STAGES\n    mbarrier.arrive(q_empty)\n",
           rejected_by="v5_model"),
+    Plant("v5 (gap 5): Q never released: the producer waits for it before the next tile's copy",
+          "    mbarrier.arrive(q_empty)\n    ### END SOLUTION", "    ### END SOLUTION", rejected_by="v5_model"),
     Plant("v5: past the last tile the producer stops without a word: the consumers wait for a Q that never comes",
           "    mbarrier.arrive(q_bar)\n", "", rejected_by="v5_model"),
     Plant("v5: the last program to stop counted as the P-th arrival where the count starts at 0: the counter is "
@@ -118,6 +120,10 @@ PLANTS = [
           "the launch holds", "    return (warpgroups * launched - load_regs) // consumers // 8 * 8",
           "    return (warpgroups * launched) // consumers // 8 * 8", rejected_by="resources_sm_90"),
     # ---- caught on a GPU ----
+    Plant("v5 (gap 6): the next tile counted on (t + 1) instead of read from the word: right only while one program "
+          "takes every tile, as in the host model", "        t = gl.max(tile_word.load(mine), axis=0).to(gl.int32)\n"
+          "        ### END SOLUTION", "        t = t + 1\n        ### END SOLUTION", rejected_by="correct_attention",
+          gpu=True),
     Plant("the launcher checks nothing of Q, K and V (lesson 36's refusals dropped): fp16 read as bf16",
           "    v36.require_attention_args(q, k, v, cfg)\n", "", rejected_by="launcher_refuses", gpu=True),
     Plant("the launcher lets the output share memory with an input",
