@@ -120,8 +120,8 @@ def compare(got, want, bound, writes=None) -> str | None:
 
 
 # Lesson 37's persistent version (v5) in the host model: a grid of this many programs (fewer than most model shapes'
-# tiles). The model runs a launch's programs one after another, so the first takes every tile from the counter and
-# the others find none: what the model checks is the counts a program carries from tile to tile and the stop.
+# tiles), run side by side (model.cluster_launch.run_together), so that they share the tiles from the counter as on
+# a GPU. (Through the launcher, ModelGPU runs them one after another: the first takes every tile.)
 MODEL_SMS = 3
 
 
@@ -152,8 +152,15 @@ def model_launch(mod, version: str, q, k, v, causal: bool, cfg=None, sm_scale=No
         before, after = (Pointer(Buffer("tiles", np.zeros(2, np.float32), gl.int32)),), (B * H,)
     # The kernel's own −inf arithmetic (2^-inf = 0; the plants' inf − inf) is the GPU's too: numpy is not to warn.
     with np.errstate(over="ignore", invalid="ignore"):
-        runs = run_kernel(mod.KERNELS[version], grid, *descs, Pointer(o_buf), *before, Sq, Sk, sm_scale * LOG2E,
-                          *after, num_warps=cfg["num_warps"], **mod.constexprs(version, cfg, D, causal))
+        if is_persistent(mod, version):
+            from ..model.cluster_launch import run_together
+
+            runs = run_together(mod.KERNELS[version], grid, *descs, Pointer(o_buf), *before, Sq, Sk,
+                                sm_scale * LOG2E, *after, num_warps=cfg["num_warps"],
+                                **mod.constexprs(version, cfg, D, causal))
+        else:
+            runs = run_kernel(mod.KERNELS[version], grid, *descs, Pointer(o_buf), *before, Sq, Sk, sm_scale * LOG2E,
+                              *after, num_warps=cfg["num_warps"], **mod.constexprs(version, cfg, D, causal))
     shape = (B, H, Sq, D)
     return o_buf.values().reshape(shape), o_buf.writes.reshape(shape), runs
 

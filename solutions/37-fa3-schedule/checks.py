@@ -33,10 +33,11 @@ CHECKS = LessonChecks(
               attention.fa3_model_check("v3")),
         Check("v4_model", "v4 in the host model, the same way: two consumer warpgroups on one ring, its empty "
               "barriers counting both, their turns at the tensor cores", attention.fa3_model_check("v4", pingpong=True)),
-        Check("v5_model", "v5 in the host model, the same way, on 3 SMs (the model runs them one after another, so "
-              "the first takes every tile): the ring's block count and the turns carried from tile to tile, Q "
-              "released after each tile's last S, the tiles taken from the counter, the consumers stopped past the "
-              "last one; through the launcher twice from one prepared call, the tile counter back at 0 after each",
+        Check("v5_model", "v5 in the host model, the same way, on 3 SMs whose programs run side by side and share "
+              "the tiles from the counter: the ring's block count and the turns carried from tile to tile, Q "
+              "released after each tile's last S, each tile's number read from the word, the consumers stopped past "
+              "the last tile; through the launcher twice from one prepared call, the tile counter back at 0 after "
+              "each",
               attention.fa3_model_check("v5", pingpong=True)),
         Check("lesson36_facts_sm_90", "sm_90, v3, v4 and v5, head dim 64 and 128, causal and not: lesson 36's facts in "
               "each key loop of each consumer (S from shared memory, P·V with P from registers, one MUFU.EX2 a score "

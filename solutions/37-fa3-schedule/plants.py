@@ -55,6 +55,9 @@ PLANTS = [
           rejected_by="v5_model"),
     Plant("v5 (gap 5): Q never released: the producer waits for it before the next tile's copy",
           "    mbarrier.arrive(q_empty)\n    ### END SOLUTION", "    ### END SOLUTION", rejected_by="v5_model"),
+    Plant("v5 (gap 6): the next tile counted on (t + 1) instead of read from the word: right only while one program "
+          "takes every tile", "        t = gl.max(tile_word.load(mine), axis=0).to(gl.int32)\n        ### END SOLUTION",
+          "        t = t + 1\n        ### END SOLUTION", rejected_by="v5_model"),
     Plant("v5: past the last tile the producer stops without a word: the consumers wait for a Q that never comes",
           "    mbarrier.arrive(q_bar)\n", "", rejected_by="v5_model"),
     Plant("v5: the last program to stop counted as the P-th arrival where the count starts at 0: the counter is "
@@ -120,10 +123,7 @@ PLANTS = [
           "the launch holds", "    return (warpgroups * launched - load_regs) // consumers // 8 * 8",
           "    return (warpgroups * launched) // consumers // 8 * 8", rejected_by="resources_sm_90"),
     # ---- caught on a GPU ----
-    Plant("v5 (gap 6): the next tile counted on (t + 1) instead of read from the word: right only while one program "
-          "takes every tile, as in the host model", "        t = gl.max(tile_word.load(mine), axis=0).to(gl.int32)\n"
-          "        ### END SOLUTION", "        t = t + 1\n        ### END SOLUTION", rejected_by="correct_attention",
-          gpu=True),
+
     Plant("the launcher checks nothing of Q, K and V (lesson 36's refusals dropped): fp16 read as bf16",
           "    v36.require_attention_args(q, k, v, cfg)\n", "", rejected_by="launcher_refuses", gpu=True),
     Plant("the launcher lets the output share memory with an input",
