@@ -121,7 +121,9 @@ class Cluster:
 
     def rank(self, p: Partition) -> int:
         """The schedule's priority of ``p``'s CTA (lower first; all equal in round robin)."""
-        return {"CTA 0 first": p.cta, "last CTA first": -p.cta}.get(self.schedule, 0)
+        if self.schedule == "round robin":
+            return 0
+        return p.cta if self.schedule == "CTA 0 first" else -p.cta
 
     def pick(self, me: Partition, runnable: list[Partition]) -> Partition:
         """Whom ``me`` hands the turn to: the next in turn after it, or (a CTA-first schedule) the first CTA's."""
@@ -174,7 +176,8 @@ class Cluster:
             if self._await_turn(part):
                 try:
                     body()
-                    kernel_end()
+                    if prog.cluster is not None:        # programs run side by side have no cluster barrier
+                        kernel_end()
                 except _Stop:
                     pass
                 except BaseException as e:  # noqa: BLE001 - handed to the calling thread
@@ -206,7 +209,8 @@ class Cluster:
         after_inits()
         prog.partitions = forked
         for part, _ in bodies:
-            part.cta = prog.cta
+            if prog.cluster is not None:
+                part.cta = prog.cta
         workers = bodies[1:]
 
         def worker(index: int, part: Partition, body) -> None:

@@ -1,6 +1,7 @@
 """Launching a kernel in clusters in the host model (``model.cluster`` says how a cluster's CTAs are modelled):
-``run_cluster``, ``model.run`` for clusters, and ``gemm_launch``, ``model.gemm.tma_launch`` for a GEMM launched in
-clusters (lesson 33's cluster kernel)."""
+``run_cluster``, ``model.run`` for clusters; ``run_together``, a grid's programs run side by side in one cluster's
+turns (a persistent kernel's); and ``gemm_launch``, ``model.gemm.tma_launch`` for a GEMM launched in clusters
+(lesson 33's cluster kernel)."""
 from __future__ import annotations
 
 import itertools
@@ -57,6 +58,39 @@ def run_cluster(kernel, grid, *args, num_ctas: int, num_warps: int = 4, order=No
             raise unsupported from e
         programs.extend(cluster.ctas)
     return programs
+
+
+def run_together(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Program]:
+    """``model.run`` with the grid's programs running together, their partitions taking turns round robin at every
+    point where one blocks (``model.cluster``'s round robin, over every program's partitions; each program keeps its
+    own program id, shared memory, barriers and copies, with none of a cluster's sharing or barriers): for a
+    persistent kernel whose programs take work from a counter
+    in global memory (lesson 37's v5), so that the work spreads over the programs as on a GPU, where ``model.run``
+    runs one program to its end before the next starts."""
+    body = patched(kernel)
+    grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
+    grid = grid + (1,) * (3 - len(grid))
+    launch = next(_LAUNCHES)
+    pids = [(x, y, z) for z, y, x in itertools.product(*(range(g) for g in reversed(grid)))]
+    cluster = Cluster(len(pids))
+    for number, pid in enumerate(pids):
+        prog = Program(pid, grid, num_warps)
+        prog.index, prog.launch = number, launch
+        prog.together = cluster
+        prog.partitions = [Partition("program", pid, grid, num_warps)]
+        cluster.ctas.append(prog)
+    try:
+        cluster.run(lambda: body(*args, **kwargs))
+        for prog in cluster.ctas:
+            shims.require_drained(prog.partitions[0])
+    except (ModelError, ModelUnsupported):
+        raise
+    except Exception as e:  # noqa: BLE001 - a line of the kernel that Python cannot run as the GPU does
+        unsupported = unmodelled(e)
+        if unsupported is None:
+            raise
+        raise unsupported from e
+    return cluster.ctas
 
 
 # -- a GEMM launched in clusters ------------------------------------------------------------------------------------

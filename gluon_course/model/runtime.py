@@ -267,28 +267,35 @@ class Program:
         # how many global stores it has made, and how far it has seen each other program's stores.
         self.index, self.launch, self.stores, self.seen = 0, 0, 0, {}
         # A CTA of a cluster (``model.cluster``): its rank, and the cluster, whose CTAs' partitions take turns
-        # together. None: the program is one CTA.
-        self.cta, self.cluster = 0, None
+        # together. None: the program is one CTA. ``together``: the programs of a grid run side by side
+        # (``model.cluster_launch.run_together``), taking turns as a cluster's CTAs do, each still a CTA of its own.
+        self.cta, self.cluster, self.together = 0, None, None
+
+    @property
+    def group(self):
+        """Whose turns this program's partitions share: its cluster's, the grid's run side by side, or None."""
+        return self.cluster if self.cluster is not None else self.together
 
     @property
     def error(self) -> BaseException | None:
-        return self._error if self.cluster is None else self.cluster.error
+        return self._error if self.group is None else self.group.error
 
     @error.setter
     def error(self, value) -> None:
-        if self.cluster is None:
+        if self.group is None:
             self._error = value
         else:
-            self.cluster.error = value
+            self.group.error = value
 
     def pool(self) -> list:
-        """The partitions that take turns with this program's: its own, or every CTA's of its cluster."""
-        return self.partitions if self.cluster is None else self.cluster.partitions()
+        """The partitions that take turns with this program's: its own, or every CTA's of its cluster (every
+        program's, run side by side)."""
+        return self.partitions if self.group is None else self.group.partitions()
 
     def log(self, partition: Partition, what: str, **details) -> None:
-        if self.cluster is not None:
-            self.cluster.step += 1
-            self.step = self.cluster.step
+        if self.group is not None:
+            self.group.step += 1
+            self.step = self.group.step
         else:
             self.step += 1
         self.trace.append({"t": self.step, "partition": partition.name, "what": what, **details})
@@ -329,8 +336,8 @@ def block_until(ready, what: str) -> None:
         if not runnable:
             waiting = [f"{p.label} {p.blocked_on}" for p in pool if not p.done and p.ready is not None]
             raise ModelHang("the kernel would hang: " + "; ".join(waiting))
-        if prog.cluster is not None:
-            nxt = prog.cluster.pick(me, runnable)
+        if prog.group is not None:
+            nxt = prog.group.pick(me, runnable)
         else:
             # Round-robin from the partition after this one, so every partition gets its turn.
             order = pool[pool.index(me) + 1:] + pool[:pool.index(me)]
@@ -356,8 +363,8 @@ def yield_turn() -> None:
     if len(pool) < 2:
         return
     woken = [p for p in pool if p is not me and not p.done and p.ready is not None and p.ready()]
-    if prog.cluster is not None:
-        woken = prog.cluster.may_yield_to(me, woken)
+    if prog.group is not None:
+        woken = prog.group.may_yield_to(me, woken)
     if woken:
         block_until(_always, "yields its turn")
 
@@ -369,8 +376,8 @@ def _always() -> bool:
 def run_partitions(prog: Program, bodies: list) -> list:
     """Run ``bodies`` [(partition, callable)] of one program, taking turns at blocking waits; the first body runs in
     the calling thread. Returns each body's result; re-raises the first error any of them raised."""
-    if prog.cluster is not None:
-        return prog.cluster.run_partitions(prog, bodies)
+    if prog.group is not None:
+        return prog.group.run_partitions(prog, bodies)
     results = [None] * len(bodies)
     parent = getattr(_LOCAL, "partition", None)
 

@@ -119,6 +119,17 @@ def compare(got, want, bound, writes=None) -> str | None:
     return None
 
 
+# Lesson 37's persistent version (v5) in the host model: a grid of this many programs (fewer than most model shapes'
+# tiles), run side by side (model.cluster_launch.run_together), so that they share the tiles from the counter as on
+# a GPU. (Through the launcher, ModelGPU runs them one after another: the first takes every tile.)
+MODEL_SMS = 3
+
+
+def is_persistent(mod, version: str) -> bool:
+    """A version whose grid is one program an SM over the tiles (the lesson's PERSISTENT: lesson 37's v5)."""
+    return version in getattr(mod, "PERSISTENT", ())
+
+
 def model_launch(mod, version: str, q, k, v, causal: bool, cfg=None, sm_scale=None):
     """The lesson's kernel ``version`` (v0 or v2) in the host model on numpy Q, K, V (B, H, S, D; values exact in bf16): O (the fp32 values of
     its bf16), how often each element was written, and the programs' traces."""
@@ -134,10 +145,22 @@ def model_launch(mod, version: str, q, k, v, causal: bool, cfg=None, sm_scale=No
     descs = [HostTensorDescriptor(buf, [rows, D], gl.NVMMASharedLayout.get_default_for([rows, D], gl.bfloat16))
              for buf, rows in zip(bufs, (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_N"]))]
     grid = (-(-Sq // cfg["BLOCK_M"]), B * H)
+    before, after = (), ()
+    if is_persistent(mod, version):
+        # One program an SM of the model's MODEL_SMS over the tiles, the tile counter at 0 (lesson 37's v5).
+        grid = (min(grid[0] * grid[1], MODEL_SMS),)
+        before, after = (Pointer(Buffer("tiles", np.zeros(2, np.float32), gl.int32)),), (B * H,)
     # The kernel's own −inf arithmetic (2^-inf = 0; the plants' inf − inf) is the GPU's too: numpy is not to warn.
     with np.errstate(over="ignore", invalid="ignore"):
-        runs = run_kernel(mod.KERNELS[version], grid, *descs, Pointer(o_buf), Sq, Sk, sm_scale * LOG2E,
-                          num_warps=cfg["num_warps"], **mod.constexprs(version, cfg, D, causal))
+        if is_persistent(mod, version):
+            from ..model.cluster_launch import run_together
+
+            runs = run_together(mod.KERNELS[version], grid, *descs, Pointer(o_buf), *before, Sq, Sk,
+                                sm_scale * LOG2E, *after, num_warps=cfg["num_warps"],
+                                **mod.constexprs(version, cfg, D, causal))
+        else:
+            runs = run_kernel(mod.KERNELS[version], grid, *descs, Pointer(o_buf), *before, Sq, Sk, sm_scale * LOG2E,
+                              *after, num_warps=cfg["num_warps"], **mod.constexprs(version, cfg, D, causal))
     shape = (B, H, Sq, D)
     return o_buf.values().reshape(shape), o_buf.writes.reshape(shape), runs
 
@@ -193,8 +216,9 @@ def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4, cfg: 
                      sm_scale: float | None = None) -> str | None:
     """The lesson's launcher (``attention``: its checks, descriptors, grid and argument order) on CPU torch tensors,
     the GPU stood in for by the host model (gluon_course.model.launcher.ModelGPU), at the model's configuration
-    (MODEL_CFGS[version], or ``cfg``): O against the fp64 reference, each element written once. None or one
-    sentence."""
+    (MODEL_CFGS[version], or ``cfg``): O against the fp64 reference, each element written once. A persistent
+    version (lesson 37's v5) is launched twice from one ``prepared`` call, O poisoned again in between, and the
+    second launch is what is compared (its tile counter must have been reset by the first). None or one sentence."""
     from ..model import ModelError, ModelUnsupported
     from ..model.launcher import ModelGPU
 
@@ -208,17 +232,34 @@ def launcher_problem(mod, version: str, shape, causal: bool, sms: int = 4, cfg: 
         for t, label in ((tq, "Q"), (tk, "K"), (tv, "V"), (out, "O")):
             gpu.add(t, label)
         try:
-            mod.attention(tq, tk, tv, causal, version, out=out, config=cfg or MODEL_CFGS[version],
-                          sm_scale=sm_scale)
+            if is_persistent(mod, version):
+                # Two launches of one prepared call: the tile counter must be back at 0 for the second.
+                launch, _ = mod.prepared(tq, tk, tv, causal, version, out=out, config=cfg or MODEL_CFGS[version],
+                                         sm_scale=sm_scale)
+                for call in ("first", "second"):
+                    out.fill_(float("nan"))
+                    launch()
+                    left = [int(x) for st in gpu.storages if st.name == "tiles_ptr" for x in st.flat.tolist()]
+                    if any(left):
+                        return (f"in the host model, {where}: after the {call} launch the tile counter and the count "
+                                f"of programs that stopped hold {left}, not 0: the next launch would start past "
+                                "tiles nobody took (does the last program to stop reset both?)")
+            else:
+                mod.attention(tq, tk, tv, causal, version, out=out, config=cfg or MODEL_CFGS[version],
+                              sm_scale=sm_scale)
         except ModelUnsupported as e:
             return not_modelled(e)
         except ModelError as e:
             return f"in the host model, {where}: {model_error_text(e)}"
         writes = gpu.writes(out)
-        programs = gpu.launches[0] if gpu.launches else []
+        programs = gpu.launches[-1] if gpu.launches else []
     used = cfg or MODEL_CFGS[version]
     tiles = -(-Sq // used["BLOCK_M"]) * B * H
-    if len(programs) != tiles:
+    if is_persistent(mod, version) and len(programs) != min(tiles, sms):
+        return (f"in the host model, {where}: the launch ran {len(programs)} programs where one an SM ({sms}), or "
+                f"one a tile if the {tiles} tiles are fewer, makes {min(tiles, sms)}: is the grid "
+                "(min(tiles, SMs),)?")
+    if not is_persistent(mod, version) and len(programs) != tiles:
         return (f"in the host model, {where}: the launch ran {len(programs)} programs where one per tile of "
                 f"{used['BLOCK_M']} queries and per (batch, head) makes {tiles}: is the grid (query tiles, batch · "
                 "heads), from the configuration the launcher was given?")
@@ -315,6 +356,9 @@ def compiled(mod, version: str, head_dim: int, causal: bool, cfg: dict | None = 
 
     signature = {"q_desc": desc([BM, head_dim]), "k_desc": desc([BN, head_dim]), "v_desc": desc([BN, head_dim]),
                  "o_ptr": "*bf16", "Sq": "i32", "Sk": "i32", "qk_scale": "fp32"}
+    if is_persistent(mod, version):          # v5: the tile counter after O, the heads' count last
+        signature = {**{n: t for n, t in signature.items() if n not in ("Sq", "Sk", "qk_scale")}, "tiles_ptr": "*i32",
+                     "Sq": "i32", "Sk": "i32", "qk_scale": "fp32", "BH": "i32"}
     return compile_cached(mod.KERNELS[version], "sm_90", signature=signature,
                           constexprs=mod.constexprs(version, cfg, head_dim, causal), aligned=("o_ptr",),
                           num_warps=cfg["num_warps"])
@@ -335,7 +379,8 @@ def key_loops(k) -> list[tuple[int, int]]:
             if target <= ins.address and any(target <= i.address <= ins.address and i.opcode.startswith("HGMMA")
                                              for i in k.instructions()):
                 spans.append((target, ins.address))
-    return sorted(spans)
+    # A loop over tiles (lesson 37's v5) holds each consumer's key loops: only the innermost loops are key loops.
+    return sorted(a for a in spans if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in spans))
 
 
 def loop_facts(k, first: int, last: int, cfg: dict, head_dim: int) -> dict:
@@ -820,7 +865,8 @@ def block_map(mod, Sq: int, Sk: int, cfg: dict | None = None):
 # slots; a causal head of 200 queries over 230 keys gives v4's 128-query tiles unmasked blocks too, and 128 keys fill
 # their 4 blocks exactly (not causal: every block unmasked, n_full = n_all, the last one too).
 FA3_MODEL_CFGS = {"v3": {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 24},
-                  "v4": {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 24}}
+                  "v4": {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 24},
+                  "v5": {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 4, "STAGES": 2, "LOAD_REGS": 24}}
 FA3_MODEL_SHAPES = MODEL_SHAPES + ((1, 1, 200, 230), (1, 1, 70, 128))
 
 
@@ -828,14 +874,16 @@ def turns_alternate(programs) -> str | None:
     """Lesson 37's ping-pong (v4) in the model's order of events: each consumer issues its block 0's S in its first
     turn, S_{j+1} and P·V j in each later one, the last block's P·V in its last, so n_all key blocks make 2·n_all
     products and n_all + 1 turns a consumer. The wgmma issues of a program fall into runs by consumer: 2·(n_all + 1)
-    of them, alternating, the default partition (consumer 0) first. Fewer runs: a consumer issued two turns'
-    products without waiting for the other's handover. None or a sentence."""
+    of them, alternating, the default partition (consumer 0) first; a program over several tiles (v5, the turns
+    carried from tile to tile) makes that many a tile, its tiles counted by Q's copies. Fewer runs: a consumer issued
+    two turns' products without waiting for the other's handover. None or a sentence."""
     for prog in programs:
         issues = [e["partition"] for e in prog.trace if e["what"] == "wgmma"]
         runs = [who for i, who in enumerate(issues) if i == 0 or issues[i - 1] != who]
         if not runs:
             continue
-        turns = len(issues) // 2 + 2
+        tiles = sum(1 for e in prog.trace if e["what"] == "tma load" and e["barrier"].startswith("q_bar")) or 1
+        turns = len(issues) // 2 + 2 * tiles
         order = " → ".join(r.replace(" partition", "") for r in runs[:8]) + (" …" if len(runs) > 8 else "")
         if runs[0] != "default partition":
             return (f"program {list(prog.pid[:2])}: the first products are {runs[0]}'s, not consumer 0's (the "
@@ -878,10 +926,11 @@ def fa3_model_check(version: str, pingpong: bool = False):
     return check
 
 
-def fa3_barrier_names(cfg: dict, pingpong: bool) -> list[str]:
+def fa3_barrier_names(cfg: dict, pingpong: bool, persistent: bool = False) -> list[str]:
     """Lesson 37's kernels' mbarrier.init calls in order (barrier_offsets reads the listing's offsets in that order):
-    Q's, then per slot K's ready and empty and V's ready and empty, then the two turns of a ping-pong kernel."""
-    names = ["q_bar"] + ["k_ready", "k_empty", "v_ready", "v_empty"] * cfg["STAGES"]
+    Q's (and, in a persistent kernel, Q's release), then per slot K's ready and empty and V's ready and empty, then
+    the two turns of a ping-pong kernel."""
+    names = ["q_bar"] + (["q_empty"] if persistent else []) + ["k_ready", "k_empty", "v_ready", "v_empty"] * cfg["STAGES"]
     return names + (["turn[0]", "turn[1]"] if pingpong else [])
 
 
@@ -895,7 +944,7 @@ def fa3_facts(mod, version: str, head_dim: int, causal: bool, pingpong: bool, cf
     cfg = cfg or mod.CONFIGS[version]
     k = compiled(mod, version, head_dim, causal, cfg)
     per_consumer = {**cfg, "BLOCK_M": cfg["BLOCK_M"] // 2} if pingpong else cfg
-    barriers = barrier_offsets(k, fa3_barrier_names(cfg, pingpong))
+    barriers = barrier_offsets(k, fa3_barrier_names(cfg, pingpong, is_persistent(mod, version)))
     loops = []
     for first, last in key_loops(k):
         loop = loop_facts(k, first, last, per_consumer, head_dim)

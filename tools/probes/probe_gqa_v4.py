@@ -86,7 +86,10 @@ def gqa_attention(q, k, v, causal: bool = True, out=None, sm_scale: float | None
 
 def variant_module(directory=None):
     """Lesson 37's solution with v4 taking grouped heads (see the module's docstring), imported as a module."""
-    text = lesson("37").solution_path.read_text()
+    whole = lesson("37").solution_path.read_text()
+    start = whole.index("def attention_v4_kernel(")           # v4's kernel only (v5's has the same signature line)
+    end = whole.index("@gluon.jit", start) if "@gluon.jit" in whole[start:] else len(whole)
+    text = whole[start:end]
     if text.count(SIGNATURE) != 1 or text.count(PRODUCER) != 1:
         raise RuntimeError("lesson 37's attention_v4_kernel changed: update SIGNATURE and PRODUCER in this probe")
     text = text.replace(SIGNATURE, SIGNATURE.replace("):", ", HQ: gl.constexpr = 1,\n"
@@ -94,6 +97,7 @@ def variant_module(directory=None):
     text = text.replace(PRODUCER, PRODUCER.replace(
         "v_empty, gl.program_id(1), Sq, Sk,",
         "v_empty, (gl.program_id(1) // HQ) * (HQ // GROUP) + (gl.program_id(1) % HQ) // GROUP, Sq, Sk,"))
+    text = whole[:start] + text + whole[end:]
     folder = Path(directory or tempfile.mkdtemp(prefix="gqa-v4-"))
     path = folder / "gqa_v4.py"
     path.write_text(text + LAUNCHER)
