@@ -702,6 +702,48 @@ def gpu_main(path: str) -> None:
               + " | ".join(f"{row['tflops'].get(n, 0):.0f}" for n in names) + " |")
 
 
+VERSUS_SHAPES = ((1024, True), (4096, False), (8192, False), (16384, False), (16384, True))
+
+
+def versus_lesson(path: str, rounds: int = 3) -> None:
+    """GPU: lesson 37's v4 and v5 beside this probe's dynamic kernel, head dim 128, interleaved in one process,
+    ``rounds`` times over the shapes (the lesson's recording read v5 below v4 on long non-causal shapes where this
+    probe had read the dynamic kernel above it)."""
+    from datetime import datetime, timezone
+
+    found = {"what": "issue 42: lesson 37's v5 against its v4 and the probe's dynamic kernel, interleaved",
+             "produced_by": {"probe": "tools/probes/probe_fa3_persistent.py",
+                             "command": "python tools/probes/probe_fa3_persistent.py --versus-lesson OUT.json",
+                             "established_from": "the run's own output (the probe writes this field)"},
+             "gpu": torch.cuda.get_device_name(), "triton": triton.__version__, "torch": torch.__version__,
+             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "rows": []}
+    for r in range(rounds):
+        for S, causal in VERSUS_SHAPES:
+            B, hd = max(1, attention.TOKENS // S), 128
+            g = torch.Generator(device="cuda").manual_seed(1)
+            q, k, v = (torch.randn(B, attention.HEADS, S, hd, device="cuda", generator=g).to(torch.bfloat16)
+                       for _ in range(3))
+            out = torch.empty_like(q)
+            calls = {"lesson v4": L37.prepared(q, k, v, causal, "v4", out=out)[0],
+                     "lesson v5": L37.prepared(q, k, v, causal, "v5", out=out)[0],
+                     "probe dynamic": prepared(q, k, v, causal, out=out, dynamic=True)[0]}
+            for fn in calls.values():
+                fn()
+            torch.cuda.synchronize()
+            ms = attention.interleaved_ms(calls)
+            flops = 4 * B * attention.HEADS * S * S * hd * (0.5 if causal else 1)
+            found["rows"].append({"round": r, "S": S, "causal": causal, "batch": B,
+                                  "tflops": {n: round(flops / t / 1e9, 1) for n, t in ms.items()}})
+            with open(path, "w") as fh:
+                json.dump(found, fh, indent=1)
+            del q, k, v, out
+    names = list(found["rows"][0]["tflops"])
+    print("| round | S | causal | " + " | ".join(names) + " |")
+    for row in found["rows"]:
+        print(f"| {row['round']} | {row['S']} | {row['causal']} | "
+              + " | ".join(f"{row['tflops'][n]:.0f}" for n in names) + " |")
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if args[:1] == ["--model"]:
@@ -713,6 +755,8 @@ if __name__ == "__main__":
             t = time.time()
             print(f"{name}, sm_90 compile: {compile_check(dynamic) or 'lesson 37 facts of v4 hold at both head dims'} "
                   f"({time.time() - t:.0f} s)")
+    elif args[:1] == ["--versus-lesson"]:
+        versus_lesson(args[1])
     elif args[:1] == ["--race-repro"]:
         print(race_repro())
     elif args[:1] == ["--sanitize"]:
