@@ -1,5 +1,8 @@
 """The toolkit's own pieces, on a CPU machine."""
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -426,3 +429,20 @@ def test_a_compile_waits_for_the_same_compile_in_another_process(tmp_path, monke
         assert time.monotonic() - started - waited < 0.5
     holder.wait(timeout=30)
     assert waited > 1.0, f"the second compile did not wait for the first ({waited:.2f} s)"
+
+
+def test_tritons_key_is_remembered_across_processes(tmp_path):
+    """Triton's key of its own files, kept in the cache by the first process that compiles: the same string Triton
+    computes, and read back (not computed) by the next process."""
+    script = (
+        "import time, triton.runtime.cache as c\n"
+        "import gluon_course.machine.compile\n"
+        "t = time.perf_counter(); key = c.triton_key(); took = time.perf_counter() - t\n"
+        "print(key == c.triton_key.computed(), took)\n")
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert first.stdout.split()[0] == "True", first.stdout + first.stderr
+    assert list(tmp_path.rglob("triton_key.txt")), "the first process did not keep Triton's key in the cache"
+    second = subprocess.run([sys.executable, "-c", script.replace("key == c.triton_key.computed()", "True")],
+                            env=env, capture_output=True, text=True, check=True)
+    assert float(second.stdout.split()[1]) < 0.1, f"the second process computed the key again: {second.stdout}"

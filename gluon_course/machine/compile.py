@@ -29,6 +29,53 @@ from triton.experimental.gluon import GluonASTSource
 
 from .targets import AMD_TARGETS, NVIDIA_TARGETS, TARGETS, opcode_pattern, target_named, warp_size  # noqa: F401
 
+
+def _remember_triton_key() -> None:
+    """Triton keys every compile with a digest of its own files (``triton.runtime.cache.triton_key``), whose largest
+    part is the sha256 of libtriton, about half a second of CPU once in every process that compiles. The processes of
+    one ``make test`` (its workers, every notebook's kernel, the children that run a check) would each pay it; here
+    the digest is kept in Triton's cache, under a name made of those files' paths, sizes and modification times, and
+    read back by the next process. Triton's own compile pool hands its workers the key the same way (it replaces
+    ``triton_key`` with a function that returns it). A changed file (a reinstall) gives another name, so another
+    digest, computed afresh."""
+    import hashlib
+
+    from triton.runtime import cache as triton_cache
+
+    if getattr(triton_cache.triton_key, "_gluon_course_remembered", False):
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(triton_cache.__file__)))
+    stats = []
+    for folder in ("compiler", "backends", "language", "_C"):
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, folder)):
+            dirnames.sort()
+            for filename in sorted(filenames):
+                if filename.endswith(".py") or filename.startswith("libtriton"):
+                    st = os.stat(os.path.join(dirpath, filename))
+                    stats.append((os.path.relpath(os.path.join(dirpath, filename), root), st.st_size, st.st_mtime_ns))
+    st = os.stat(triton_cache.__file__)
+    stats.append(("runtime/cache.py", st.st_size, st.st_mtime_ns, root, triton.__version__))
+    name = hashlib.sha256(repr(stats).encode()).hexdigest()
+    computed = triton_cache.triton_key
+
+    @functools.lru_cache(None)
+    def remembered() -> str:
+        store = triton_cache.get_cache_manager(name)
+        path = store.get_file("triton_key.txt")
+        if path is not None:
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+        key = computed()
+        store.put(key, "triton_key.txt", binary=False)
+        return key
+
+    remembered._gluon_course_remembered = True
+    remembered.computed = computed               # Triton's own, for the test that compares them
+    triton_cache.triton_key = remembered
+
+
+_remember_triton_key()
+
 # What the compiler says when ``convert_layout(..., assert_trivial=True)`` would move data between threads.
 ASSERT_TRIVIAL_REFUSED = "is not trivial"
 
