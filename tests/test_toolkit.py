@@ -360,6 +360,64 @@ def test_the_ptxas_log_needs_only_the_ptxas_the_compile_runs(monkeypatch):
 
 
 @gluon.jit
+def _summed_blocks(in_ptr, out_ptr, n, BLOCK: gl.constexpr, layout: gl.constexpr):
+    offs = gl.arange(0, BLOCK, layout=layout)
+    acc = gl.zeros([BLOCK], gl.float32, layout)
+    for start in range(0, n, BLOCK):                   # a loop: a forward branch around it, a backward one closing it
+        acc += gl.load(in_ptr + start + offs, mask=start + offs < n)
+    gl.store(out_ptr + offs, acc)
+
+
+def _compile_summed_blocks(target):
+    return gc.compile_kernel(_summed_blocks, target, signature={"in_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                             constexprs={"BLOCK": 512, "layout": gl.BlockedLayout([4], [32], [4], [0])})
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_100"])
+def test_sass_is_read_from_nvdisasm_as_cuobjdump_prints_it(target):
+    """Compiled.sass is nvdisasm's listing with each branch label replaced by its address: the instructions are exactly
+    those of cuobjdump -sass (tools/gpu/compare_disassemblers.py shows it over a whole test run's cache), branch targets
+    included, so loops() finds the same loop."""
+    k = _compile_summed_blocks(target)
+    assert gc._nvdisasm_path() is not None, "Triton's wheel has no nvdisasm beside its cuobjdump"
+    assert "`(" not in k.sass and ".L_x_" in k.sass          # nvdisasm's listing, its labels resolved
+    assert "Function :" not in k.sass                          # not cuobjdump's
+    from_cuobjdump = gc._parse_sass(gc._cuobjdump(k.asm["cubin"], "-sass"))
+    assert k.instructions() == from_cuobjdump
+    assert any(first < last for first, last in k.loops())
+
+
+def test_labels_that_cannot_be_resolved_leave_the_listing_to_cuobjdump(tmp_path, monkeypatch):
+    """Where the wheel's nvdisasm is missing (a GPU machine's lean copy), or TRITON_NVDISASM_PATH names another one, or
+    nvdisasm's listing has more than one code section or a label no instruction follows, the SASS is cuobjdump's."""
+    import os
+    import shutil
+
+    import triton
+    from triton.knobs import NvidiaTool
+
+    one = ("\t.section\t.text.k,\"ax\",@progbits\nk:\n        /*0000*/                   BRA `(.L_x_0) ;\n"
+           ".L_x_0:\n        /*0010*/                   EXIT ;\n")
+    assert gc._parse_sass(gc._resolve_labels(one))[0].text == "BRA 0x10"
+    assert gc._resolve_labels(one.replace("`(.L_x_0)", "`(.L_x_9)")) is None
+    assert gc._resolve_labels(one + one.replace(".text.k", ".text.f")) is None
+
+    elsewhere = tmp_path / "nvdisasm"
+    shutil.copy(triton.knobs.nvidia.nvdisasm.path, elsewhere)
+    monkeypatch.setenv("TRITON_NVDISASM_PATH", str(elsewhere))
+    assert triton.knobs.nvidia.nvdisasm.path == str(elsewhere) and gc._nvdisasm_path() is None
+    monkeypatch.delenv("TRITON_NVDISASM_PATH")
+    found = NvidiaTool.from_path
+    monkeypatch.setattr(NvidiaTool, "from_path", staticmethod(
+        lambda path: None if os.path.basename(path) == "nvdisasm" else found(path)))
+    assert gc._nvdisasm_path() is None
+    compiled = _compile_summed_blocks("sm_90")
+    k = gc.Compiled(compiled.kernel_name, compiled.target, compiled.asm, compiled.metadata)    # nothing read yet
+    assert "Function : _summed_blocks" in k.sass and ".L_x_" not in k.sass
+    assert any(first < last for first, last in k.loops())
+
+
+@gluon.jit
 def _copy_store_unmasked(in_ptr, out_ptr, numel, XBLOCK: gl.constexpr, layout: gl.constexpr):
     offs = gl.program_id(0) * XBLOCK + gl.arange(0, XBLOCK, layout=layout)
     gl.store(out_ptr + offs, gl.load(in_ptr + offs, mask=offs <= numel))

@@ -2,7 +2,7 @@
 
 Gluon has no CPU interpreter, but Triton compiles for any target on a plain CPU machine: we hand
 ``triton.compile`` a ``GluonASTSource`` and a ``GPUTarget``, and no driver is involved. What comes
-back holds the PTX and the SASS (disassembled with the ``cuobjdump`` that ships inside the Triton
+back holds the PTX and the SASS (disassembled with the ``nvdisasm`` that ships inside the Triton
 wheel) for NVIDIA, or the AMDGCN assembly for AMD. For the pinned Triton these are deterministic, so
 lessons and tests can assert instruction counts exactly.
 
@@ -187,11 +187,13 @@ class Compiled:
 
     @property
     def sass(self) -> str:
-        """The machine code of an NVIDIA target, from the cuobjdump inside the Triton wheel."""
+        """The machine code of an NVIDIA target, from the nvdisasm inside the Triton wheel: one line per instruction
+        (``/*0730*/  @!P0 BRA 0x8a0 ;``), a branch's or call's target written as its address, as cuobjdump writes it
+        (see ``_sass_listing``)."""
         if not self.is_nvidia:
             raise ValueError(f"{self.target} has no SASS; read .amdgcn instead")
         if "sass" not in self._cache:
-            self._cache["sass"] = _cuobjdump(self.asm["cubin"], "-sass")
+            self._cache["sass"] = _sass_listing(self.asm["cubin"])
         return self._cache["sass"]
 
     @property
@@ -524,22 +526,27 @@ def _masks(ttgir: str) -> list[dict]:
 
 
 def _cuobjdump(cubin: bytes, *flags: str) -> str:
-    """What the cuobjdump inside the Triton wheel prints for ``cubin`` with ``flags``, kept in Triton's own cache (next
-    to the compiles, under the same TRITON_CACHE_DIR): one disassembly per binary for every process that shares the
-    cache, the tests and the notebooks of one `make test` among them. cuobjdump is deterministic, so the key is the
-    binary, the flags and the tool itself."""
+    """What the cuobjdump inside the Triton wheel prints for ``cubin`` with ``flags`` (the resource line:
+    ``--dump-resource-usage``), kept in Triton's cache like every tool's output here (``_tool_output``)."""
+    return _tool_output(triton.knobs.nvidia.cuobjdump.path, "cuobjdump", cubin, *flags)
+
+
+def _tool_output(tool: str, name: str, cubin: bytes, *flags: str) -> str:
+    """What ``tool`` (cuobjdump or nvdisasm) prints on stdout for ``cubin`` with ``flags``, kept in Triton's own cache
+    (next to the compiles, under the same TRITON_CACHE_DIR): one run per binary for every process that shares the
+    cache, the tests and the notebooks of one `make test` among them. Both tools are deterministic, so the key is the
+    tool's name, the binary, the flags and the tool itself; what the tool says on stderr (nvdisasm's warnings) is left
+    out."""
     import hashlib
 
     from triton.runtime.cache import get_cache_manager
 
-    tool = triton.knobs.nvidia.cuobjdump.path
     stat = os.stat(tool)
     # Triton's cache keys are hexadecimal digests; this one cannot meet a compile's (their inputs differ).
-    key = hashlib.sha256(b"gluon_course cuobjdump\0" + cubin
+    key = hashlib.sha256(f"gluon_course {name}\0".encode() + cubin
                          + repr((flags, tool, stat.st_size, stat.st_mtime_ns)).encode()).hexdigest()
     cache = get_cache_manager(key)
-    name = "cuobjdump.txt"
-    stored = cache.get_file(name)
+    stored = cache.get_file(f"{name}.txt")
     if stored is not None:
         with open(stored, encoding="utf-8") as f:
             return f.read()
@@ -550,8 +557,78 @@ def _cuobjdump(cubin: bytes, *flags: str) -> str:
         text = subprocess.run([tool, *flags, path], check=True, capture_output=True, text=True).stdout
     finally:
         os.remove(path)
-    cache.put(text, name, binary=False)
+    cache.put(text, f"{name}.txt", binary=False)
     return text
+
+
+# nvdisasm: -c prints the code sections only; -ndf skips the dataflow analysis, whose only trace in these listings is
+# the targets it infers for an indirect branch, written after it (BRX R2 -0x23e0 (*"BRANCH_TARGETS .L_x_25,..."*))
+# where cuobjdump writes none. The two tools print the same instructions (tools/gpu/compare_disassemblers.py), nvdisasm
+# with labels where cuobjdump writes addresses and for less CPU a kernel (0.45 s instead of 0.6 s, most of it start-up).
+NVDISASM_FLAGS = ("-ndf", "-c")
+# A line that names a place in the code: a label (".L_x_3:"), a function's symbol ("$__internal_0_...:"), a section.
+_NVDISASM_LABEL = re.compile(r"^([^\s/][^\s]*):\s*$")
+# A branch or call to a label or a symbol: "BRA `(.L_x_3)", "CALL.REL.NOINC `($__internal_0_...)", "RET.REL.NODEC R2
+# `(kernel)" (a return's operand, which cuobjdump writes as the function's address, 0x0).
+_NVDISASM_REFERENCE = re.compile(r"`\(([^()\s]+)\)")
+_NVDISASM_CODE_SECTION = re.compile(r"^\s*\.section\s+\.text\.")
+_SASS_ADDRESS = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/")
+
+
+def _nvdisasm_path() -> str | None:
+    """The nvdisasm that sits beside Triton's cuobjdump (one build of one CUDA release: the pair the equivalence was
+    shown for), or None where there is none (a GPU machine's lean copy of the wheel leaves nvdisasm out, and
+    TRITON_NVDISASM_PATH may point at another release's)."""
+    try:
+        nvdisasm = triton.knobs.nvidia.nvdisasm.path
+    except RuntimeError:                          # knobs found no nvdisasm at all
+        return None
+    beside = os.path.dirname(os.path.abspath(triton.knobs.nvidia.cuobjdump.path))
+    return nvdisasm if os.path.dirname(os.path.abspath(nvdisasm)) == beside else None
+
+
+def _sass_listing(cubin: bytes) -> str:
+    """The SASS of ``cubin``: nvdisasm's listing with every label reference replaced by the address it names
+    (``_resolve_labels``), so that its instructions read exactly as in cuobjdump -sass. cuobjdump -sass itself where
+    there is no nvdisasm beside it, or where the listing is one this replacement was not shown on: more than one code
+    section (addresses count from 0 in each, and cuobjdump may order them otherwise), or a reference to a label that no
+    instruction follows."""
+    nvdisasm = _nvdisasm_path()
+    if nvdisasm is not None:
+        resolved = _resolve_labels(_tool_output(nvdisasm, "nvdisasm", cubin, *NVDISASM_FLAGS))
+        if resolved is not None:
+            return resolved
+    return _cuobjdump(cubin, "-sass")
+
+
+def _resolve_labels(listing: str) -> str | None:
+    """nvdisasm's ``listing`` with each label reference (`` `(.L_x_3)``) replaced by the address of the first
+    instruction after that label's line, in hexadecimal as cuobjdump writes a target (``0x8a0``, ``0x0``); None when
+    the listing has more than one code section, a reference that does not resolve, or an instruction line that
+    ``_parse_sass`` would skip."""
+    lines = listing.splitlines(keepends=True)
+    if sum(1 for line in lines if _NVDISASM_CODE_SECTION.match(line)) > 1:
+        return None
+    addresses: dict[str, int] = {}
+    waiting: list[str] = []                       # labels whose instruction is still to come
+    for line in lines:
+        m = _SASS_LINE.match(line)
+        if m:
+            addresses.update(dict.fromkeys(waiting, int(m.group(1), 16)))
+            waiting = []
+        elif label := _NVDISASM_LABEL.match(line):
+            waiting.append(label.group(1))
+    out = []
+    for line in lines:
+        if _SASS_ADDRESS.match(line) and not _SASS_LINE.match(line):
+            return None                           # an instruction the parser would not read (none so far)
+        if _SASS_LINE.match(line):
+            names = _NVDISASM_REFERENCE.findall(line)
+            if any(name not in addresses for name in names):
+                return None
+            line = _NVDISASM_REFERENCE.sub(lambda ref: f"{addresses[ref.group(1)]:#x}", line)
+        out.append(line)
+    return "".join(out)
 
 
 def _parse_sass(text: str) -> list[Instruction]:

@@ -6,8 +6,9 @@ accumulator comes back into registers in the layout its descriptor gives (``get_
 Blackwell GPU: these kernels are compiled for sm_100 and their machine code is read, never run, and no figure is
 claimed for them.
 
-The SASS names are what the cuobjdump inside Triton 3.9.0's wheel prints. Which SASS instruction stands for which
-PTX one is read from where each sits in the two listings of the same compile (``SASS_FOR``).
+The SASS names are what the nvdisasm inside Triton 3.9.0's wheel prints (its cuobjdump -sass prints the same).
+Which SASS instruction stands for which PTX one is read from where each sits in the two listings of the same compile
+(``SASS_FOR``).
 """
 from __future__ import annotations
 

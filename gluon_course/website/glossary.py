@@ -56,7 +56,7 @@ TERMS: tuple[Term, ...] = (
     # -- compiling and timing
     Term("constexpr", "01", r"\bconstexprs?\b"),
     Term("Autotuning, triton.autotune", "01", r"(?i)\bautotun"),
-    Term("cuobjdump", "01", r"cuobjdump"),
+    Term("nvdisasm, cuobjdump", "01", r"nvdisasm|cuobjdump"),
     Term("do_bench", "book/measuring", r"do_bench"),
     # -- layouts
     Term("Layout", "02", r"\blayouts?\b"),
