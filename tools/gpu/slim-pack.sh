@@ -2,7 +2,8 @@
 # The tree a GPU call carries (tracked files + the packed folder) must stay under 64 MiB. This builds a lean copy of
 # .device/ in .device-lean/ (git-ignored): the Triton archive without nvdisasm (5 MB: where the wheel's nvdisasm is
 # missing, the toolkit disassembles with Triton's cuobjdump -sass, which stays, as it did before it read nvdisasm's
-# listings; SASS listings by line need an nvdisasm, the CUDA toolkit's, see below), without the CUDA
+# listings; cuobjdump -sass then runs the nvdisasm on PATH or NVDISASM_PATH, and SASS listings by line need one:
+# the CUDA toolkit's, see below), without the CUDA
 # headers but cuda.h (the launcher's C code includes only that one), and with the notebook packages' wheels inside
 # the archive, re-zipped uncompressed so that xz compresses their sources (4.6 MB of wheels become about 3 MB). Its
 # activate.sh unpacks the archive and pip-installs the wheels it holds. On the GPU machine point Triton at the CUDA
