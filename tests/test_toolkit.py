@@ -389,9 +389,11 @@ def test_sass_is_read_from_nvdisasm_as_cuobjdump_prints_it(target):
 
 def test_labels_that_cannot_be_resolved_leave_the_listing_to_cuobjdump(tmp_path, monkeypatch):
     """Where the wheel's nvdisasm is missing (a GPU machine's lean copy), or TRITON_NVDISASM_PATH names another one, or
-    nvdisasm's listing has more than one code section or a label no instruction follows, the SASS is cuobjdump's."""
+    nvdisasm fails, or its listing has more than one code section or a label no instruction follows, the SASS is
+    cuobjdump's."""
     import os
     import shutil
+    import subprocess
 
     import triton
     from triton.knobs import NvidiaTool
@@ -415,6 +417,18 @@ def test_labels_that_cannot_be_resolved_leave_the_listing_to_cuobjdump(tmp_path,
     k = gc.Compiled(compiled.kernel_name, compiled.target, compiled.asm, compiled.metadata)    # nothing read yet
     assert "Function : _summed_blocks" in k.sass and ".L_x_" not in k.sass
     assert any(first < last for first, last in k.loops())
+
+    monkeypatch.setattr(NvidiaTool, "from_path", staticmethod(found))
+    run = gc._tool_output
+
+    def nvdisasm_fails(tool, name, *args):
+        if name == "nvdisasm":
+            raise subprocess.CalledProcessError(1, tool)
+        return run(tool, name, *args)
+
+    monkeypatch.setattr(gc, "_tool_output", nvdisasm_fails)
+    k = gc.Compiled(compiled.kernel_name, compiled.target, compiled.asm, compiled.metadata)
+    assert gc._nvdisasm_path() is not None and "Function : _summed_blocks" in k.sass
 
 
 @gluon.jit

@@ -591,12 +591,15 @@ def _nvdisasm_path() -> str | None:
 def _sass_listing(cubin: bytes) -> str:
     """The SASS of ``cubin``: nvdisasm's listing with every label reference replaced by the address it names
     (``_resolve_labels``), so that its instructions read exactly as in cuobjdump -sass. cuobjdump -sass itself where
-    there is no nvdisasm beside it, or where the listing is one this replacement was not shown on: more than one code
-    section (addresses count from 0 in each, and cuobjdump may order them otherwise), or a reference to a label that no
-    instruction follows."""
+    there is no nvdisasm beside it, where nvdisasm fails, or where the listing is one this replacement was not shown on:
+    more than one code section (addresses count from 0 in each, and cuobjdump may order them otherwise), a reference to
+    a label that no instruction follows, an instruction line the parser would skip."""
     nvdisasm = _nvdisasm_path()
     if nvdisasm is not None:
-        resolved = _resolve_labels(_tool_output(nvdisasm, "nvdisasm", cubin, *NVDISASM_FLAGS))
+        try:
+            resolved = _resolve_labels(_tool_output(nvdisasm, "nvdisasm", cubin, *NVDISASM_FLAGS))
+        except subprocess.CalledProcessError:     # a binary nvdisasm refuses: cuobjdump says what is wrong, if anything
+            resolved = None
         if resolved is not None:
             return resolved
     return _cuobjdump(cubin, "-sass")
