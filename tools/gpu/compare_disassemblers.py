@@ -46,8 +46,13 @@ def main(argv: list[str]) -> int:
     if not cubins:
         print(f"no *.cubin under {argv[1]}", file=sys.stderr)
         return 2
-    # A cache of our own for the tools' outputs: each tool really runs once per binary here.
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="compare-disassemblers-")
+    # A cache of our own for the tools' outputs, removed at the end: each tool really runs once per binary here.
+    with tempfile.TemporaryDirectory(prefix="compare-disassemblers-") as cache:
+        os.environ["TRITON_CACHE_DIR"] = cache
+        return _compare(argv[1], cubins)
+
+
+def _compare(root: str, cubins: list[Path]) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     import triton
 
@@ -74,7 +79,7 @@ def main(argv: list[str]) -> int:
         seconds["nvdisasm"] += _children_user_cpu() - before
         targets[_target(raw)] = targets.get(_target(raw), 0) + 1
         resolved = machine._resolve_labels(raw)
-        name = str(path.relative_to(argv[1]))
+        name = str(path.relative_to(root))
         if resolved is None:
             fallback.append(name)
             continue
