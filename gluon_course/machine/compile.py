@@ -564,8 +564,9 @@ def _tool_output(tool: str, name: str, cubin: bytes, *flags: str) -> str:
 # nvdisasm: -c prints the code sections only; -ndf skips the dataflow analysis, whose only trace in these listings is
 # the targets it infers for an indirect branch, written after it (BRX R2 -0x23e0 (*"BRANCH_TARGETS .L_x_25,..."*))
 # where cuobjdump writes none. The two tools print the same instructions (tools/gpu/compare_disassemblers.py: all 360
-# cubins a test run leaves), nvdisasm with labels where cuobjdump writes addresses, and for less CPU: 130 s of user time
-# for those 360 instead of cuobjdump's 177 (cuobjdump -sass runs nvdisasm itself: the one beside it, else PATH's).
+# cubins a test run leaves), nvdisasm with labels where cuobjdump writes addresses, and for a quarter less CPU:
+# 111-130 s of user time for those 360 against cuobjdump's 145-177 in two runs (cuobjdump -sass runs an nvdisasm
+# itself).
 NVDISASM_FLAGS = ("-ndf", "-c")
 # A line that names a place in the code: a label (".L_x_3:"), a function's symbol ("$__internal_0_...:"), a section.
 _NVDISASM_LABEL = re.compile(r"^([^\s/][^\s]*):\s*$")
