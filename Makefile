@@ -34,6 +34,14 @@ TORCH_INDEX_URL ?=
 # pip's own output is kept short (-q); errors still print. PIP_QUIET= shows everything.
 PIP_QUIET ?= -q
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar off --no-compile $(PIP_QUIET)
+# Bytecode. Where PYTHONDONTWRITEBYTECODE is set (the 2-core reference machine sets it), no process writes a .pyc, so a venv installed
+# with --no-compile has none, and every process that imports torch, Triton, Jupyter and the toolkit compiles their
+# sources again: ~4 s of CPU more a process (6.4 s against 2.3 s here for the toolkit's imports), over the ~100
+# processes of make test (workers, notebook kernels, checks' children), 1 303 s of CPU instead of 827 on a fresh clone
+# (2026-12-05). So the venv compiles its packages once when it is made (compileall on every core, ~25 s on 2; a file
+# a package ships for a newer Python, torch's py312_intrinsics.py, does not compile here, is never imported, and is
+# why compileall's status is not kept), and each test target compiles the course's own sources first (~1 s).
+BYTECODE := $(BIN)/python -m compileall -q -j 0 gluon_course solutions lessons tests tools >/dev/null
 
 # The lesson notebooks that exist (nbval runs them; none yet is not an error, a failing one is); make test hands the
 # longest units out first (the website's tests, then the notebooks, the last lessons first), the short tests after.
@@ -103,6 +111,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PIP_INSTALL) -r requirements.txt || { echo "error: installing requirements.txt failed (see pip's message above)" >&2; exit 1; }; \
 	echo "venv: pip install -e . (the gluon_course toolkit)"; \
 	$(PIP_INSTALL) --no-deps -e . || { echo "error: installing the toolkit (pip install -e .) failed" >&2; exit 1; }; \
+	echo "venv: the packages' bytecode (compileall, on every core)"; \
+	$(BIN)/python -m compileall -q -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+	  >/dev/null 2>&1 || true; \
 	$(BIN)/python -c 'import torch, triton; print(f"venv ready: torch {torch.__version__}, triton {triton.__version__}")'; \
 	echo "$$mode" > $(STAMP)
 
@@ -132,6 +143,7 @@ HAS_GPU := $(shell { nvidia-smi -L || rocm-smi --showid; } >/dev/null 2>&1 && ec
 CORES := $(shell nproc 2>/dev/null || echo 2)
 TEST_JOBS ?= $(if $(HAS_GPU),0,$(shell echo $$(( $(CORES) + 1 ))))
 test: venv
+	@$(BYTECODE)
 	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope -m "not probe and not unrecorded" $(NBVAL_FLAGS) \
 	  $(LONGEST_FIRST) tests \
 	  $(PYTEST_ARGS) \
@@ -139,6 +151,7 @@ test: venv
 
 # PYTEST_ARGS passes options to pytest, e.g. make test PYTEST_ARGS="-x -k book"
 test-probes: venv
+	@$(BYTECODE)
 	@$(BIN)/python -m pytest -n $(TEST_JOBS) -m probe tests $(PYTEST_ARGS) \
 	  && echo "make test-probes: all passed" || { echo "make test-probes: FAILED (see above)" >&2; exit 1; }
 
@@ -146,6 +159,7 @@ test-probes: venv
 # runs them: each a compile or a host-model run of a one-mistake solution that its check must reject (112 s on
 # 2 cores, Triton's cache empty, 2026-12-05).
 test-plants: venv
+	@$(BYTECODE)
 	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist load -m "plant and not unrecorded" tests/test_lessons.py \
 	  $(PYTEST_ARGS) \
 	  && echo "make test-plants: all passed" || { echo "make test-plants: FAILED (see above)" >&2; exit 1; }
@@ -154,17 +168,20 @@ test-plants: venv
 # about 85 s more within a run on 2 cores (2026-12-05), outside make test's time; run before such a lesson's
 # change lands.
 test-unrecorded: venv
+	@$(BYTECODE)
 	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadscope -m unrecorded $(NBVAL_FLAGS) $(NOTEBOOKS) tests \
 	  $(PYTEST_ARGS) \
 	  && echo "make test-unrecorded: all passed" || { echo "make test-unrecorded: FAILED (see above)" >&2; exit 1; }
 
 test-tests: venv
+	@$(BYTECODE)
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 
 test-notebooks: venv
 ifeq ($(strip $(NOTEBOOKS)),)
 	@echo "nbval: no lesson notebooks (lessons/*/lesson.ipynb) yet, nothing to run"
 else
+	@$(BYTECODE)
 	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(PYTEST_ARGS) $(NOTEBOOKS)
 endif
 
