@@ -132,7 +132,7 @@ book: venv
 # Where no GPU is seen, one worker more than the machine has cores: a worker often waits (for a notebook's kernel to
 # start, for ptxas, nvdisasm or Chromium, for a child process under a time limit), and the third worker fills those
 # waits (on the 2-core reference machine, Triton's cache empty, 2026-12-02: 352 s with 3 workers, 382 s with 2;
-# 2026-12-05, a fresh clone with the lessons since: 664-668 s with 3 workers, over the 6 minutes the course allows). One
+# 2026-12-05, a fresh clone with the lessons since: 420 s with 3 workers, over the 6 minutes the course allows). One
 # process (-n 0) where nvidia-smi or rocm-smi sees a GPU, so that no notebook is timed beside another test's kernels.
 # make test-tests runs tests/ alone, make test-notebooks the notebooks alone. The checks of the research probes in
 # tools/probes (marked probe: their kernels are trials, not lessons) are left to make test-probes, and the notebooks
