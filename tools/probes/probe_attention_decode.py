@@ -77,8 +77,16 @@ LESSON38 = load_solution("38")
 kv_head_of, require_bf16_4d, require_gqa_heads = LESSON38.kv_head_of, LESSON38.require_bf16_4d, \
     LESSON38.require_gqa_heads
 load_block, load_queries, mask_keys = LESSON38.load_block, LESSON38.load_queries, LESSON38.mask_keys
-combine_splits, split_rule = LESSON38.combine_splits, LESSON38.split_rule
+combine_splits = LESSON38.combine_splits
 SMS = LESSON38.SMS          # the H100's and H200's SMs, where no GPU is there to ask
+
+
+def split_rule(batch: int, kv_heads: int, L: int, block_n: int, sms: int = SMS, min_blocks: int = 2):
+    """Lesson 38's split rule as this probe ran it: aiming at two programs an SM (the lesson has since aimed at one,
+    after probe_decode_splits timed both)."""
+    return LESSON38.split_rule(batch, kv_heads, L, block_n, sms, per_sm=2, min_blocks=min_blocks)
+
+
 
 
 # == 1. Prefill with grouped-query attention ===========================================================================
@@ -117,7 +125,42 @@ def gqa_v0_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL: gl.co
     store_output(o, l_i, o_ptr, bh * Sq + m0, m0, Sq, o_layout)
 
 
-GQA_KERNELS = {"v0": gqa_v0_kernel, "v2": LESSON38.gqa_prefill_kernel}
+@gluon.jit
+def gqa_v2_kernel(q_desc, k_desc, v_desc, o_ptr, Sq, Sk, qk_scale, CAUSAL: gl.constexpr, s_layout: gl.constexpr,
+                  o_layout: gl.constexpr, STAGES: gl.constexpr, LOAD_REGS: gl.constexpr, HQ: gl.constexpr,
+                  GROUP: gl.constexpr):
+    """Lesson 36's v2 with grouped heads, its producer given the KV head: lesson 38's prefill when this probe ran
+    (lesson 38 has since moved to lesson 37's v4), kept here as the probe measured it."""
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, q_desc.block_type.shape, q_desc.layout)
+    k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_ring = gl.allocate_shared_memory(v_desc.dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(v_empty.index(i), count=1)
+    kv_bh = kv_head_of(gl.program_id(1), HQ, GROUP)
+    gl.warp_specialize([
+        (LESSON.v2_mma_partition, (q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready, v_empty, o_ptr, Sq, Sk,
+                                   qk_scale, CAUSAL, STAGES, s_layout, o_layout)),
+        (LESSON.v2_load_partition, (q_desc, k_desc, v_desc, q_smem, k_ring, v_ring, q_bar, k_ready, k_empty, v_ready,
+                                    v_empty, kv_bh, Sq, Sk, CAUSAL, STAGES)),
+    ], [1], [LOAD_REGS])
+    mbarrier.invalidate(q_bar)
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(k_ready.index(i))
+        mbarrier.invalidate(k_empty.index(i))
+        mbarrier.invalidate(v_ready.index(i))
+        mbarrier.invalidate(v_empty.index(i))
+
+
+GQA_KERNELS = {"v0": gqa_v0_kernel, "v2": gqa_v2_kernel}
 
 
 def gqa_constexprs(version: str, cfg: dict, head_dim: int, causal: bool, heads: int, group: int) -> dict:
