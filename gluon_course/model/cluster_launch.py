@@ -9,7 +9,7 @@ import itertools
 from . import shims
 from .cluster import Cluster
 from .gemm import _gl_dtype
-from .run import _LAUNCHES, patched, unmodelled
+from .run import _LAUNCHES, kernel_code_running, patched
 from .runtime import ModelError, ModelUnsupported, Partition, Program
 from .shims import HostTensorDescriptor
 
@@ -43,19 +43,13 @@ def run_cluster(kernel, grid, *args, num_ctas: int, num_warps: int = 4, order=No
             prog.partitions = [Partition("program", pid, grid, num_warps, cta=cta)]
             cluster.ctas.append(prog)
         try:
-            cluster.run(lambda: body(*args, **kwargs))
-            for prog in cluster.ctas:
-                shims.require_drained(prog.partitions[0])
+            with kernel_code_running():
+                cluster.run(lambda: body(*args, **kwargs))
+                for prog in cluster.ctas:
+                    shims.require_drained(prog.partitions[0])
         except ModelError as e:
             e.args = (f"program {pid[0]} (a cluster of {num_ctas} CTAs), {e.args[0] if e.args else e}",)
             raise
-        except ModelUnsupported:
-            raise
-        except Exception as e:  # noqa: BLE001 - a line of the kernel that Python cannot run as the GPU does
-            unsupported = unmodelled(e)
-            if unsupported is None:
-                raise
-            raise unsupported from e
         programs.extend(cluster.ctas)
     return programs
 
@@ -79,17 +73,10 @@ def run_together(kernel, grid, *args, num_warps: int = 4, **kwargs) -> list[Prog
         prog.together = cluster
         prog.partitions = [Partition("program", pid, grid, num_warps)]
         cluster.ctas.append(prog)
-    try:
+    with kernel_code_running():
         cluster.run(lambda: body(*args, **kwargs))
         for prog in cluster.ctas:
             shims.require_drained(prog.partitions[0])
-    except (ModelError, ModelUnsupported):
-        raise
-    except Exception as e:  # noqa: BLE001 - a line of the kernel that Python cannot run as the GPU does
-        unsupported = unmodelled(e)
-        if unsupported is None:
-            raise
-        raise unsupported from e
     return cluster.ctas
 
 

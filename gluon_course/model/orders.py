@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .run import patched, unmodelled
+from .run import kernel_code_running, patched
 from .runtime import ModelError, ModelUnsupported
 
 
@@ -19,17 +19,9 @@ def tile_order(fn, tiles: int, *args) -> tuple[np.ndarray, np.ndarray]:
     body = patched(fn)
     rows, cols = np.empty(tiles, dtype=np.int64), np.empty(tiles, dtype=np.int64)
     for tile in range(tiles):
-        try:
-            with np.errstate(all="ignore"):
-                row, col = body(np.int64(tile), *args)
-            rows[tile], cols[tile] = int(np.asarray(row)), int(np.asarray(col))
-        except (ModelError, ModelUnsupported):
-            raise
-        except Exception as e:  # noqa: BLE001 - a line of the kernel that Python cannot run as the GPU does
-            unsupported = unmodelled(e)
-            if unsupported is None:
-                raise
-            raise unsupported from e
+        with kernel_code_running(), np.errstate(all="ignore"):
+            row, col = body(np.int64(tile), *args)
+        rows[tile], cols[tile] = int(np.asarray(row)), int(np.asarray(col))
     return rows, cols
 
 

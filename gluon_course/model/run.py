@@ -2,6 +2,7 @@
 replaced by the model's (``shims``). The kernel's own source is what runs: a learner's kernel, not a copy of it."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import linecache
 import os
@@ -154,6 +155,21 @@ _MODEL_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIBRARIES = (os.path.dirname(os.path.abspath(os.__file__)), os.path.dirname(os.path.dirname(os.path.abspath(np.__file__))))
 
 
+@contextlib.contextmanager
+def kernel_code_running():
+    """Around a run of a kernel's own code: the model's errors pass as they are, and an exception a line of the kernel
+    raised as Python becomes what ``unmodelled`` concludes (re-raised as it is where that is None)."""
+    try:
+        yield
+    except (ModelError, ModelUnsupported):
+        raise
+    except Exception as e:  # noqa: BLE001 - a line of the kernel that Python cannot run as the GPU does
+        unsupported = unmodelled(e)
+        if unsupported is None:
+            raise
+        raise unsupported from e
+
+
 def unmodelled(error: BaseException) -> ModelError | ModelUnsupported | None:
     """When ``error`` was raised by a line of the kernel's own code run as Python, what the model concludes (None for a
     NameError: a name the line never defined, which the compiler refuses too, re-raised as it is): a
@@ -218,17 +234,9 @@ def run(kernel, grid, *args, num_warps: int = 4, order=None, **kwargs) -> list[P
         prog.index, prog.launch = number, launch
         part = Partition("program", pid, grid, num_warps)
         prog.partitions = [part]
-        try:
-            # fp32 arithmetic as the GPU's: an overflow is inf and 0/0 or inf − inf is NaN, silently.
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                run_partitions(prog, [(part, lambda: body(*args, **kwargs))])
-        except (ModelError, ModelUnsupported):
-            raise
-        except Exception as e:  # noqa: BLE001 - a line of the kernel that Python cannot run as the GPU does
-            unsupported = unmodelled(e)
-            if unsupported is None:
-                raise
-            raise unsupported from e
+        # fp32 arithmetic as the GPU's: an overflow is inf and 0/0 or inf − inf is NaN, silently.
+        with kernel_code_running(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            run_partitions(prog, [(part, lambda: body(*args, **kwargs))])
         shims.require_drained(part)
         shims.require_copies_waited(prog)
         programs.append(prog)
